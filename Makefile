@@ -1,0 +1,49 @@
+# One command to run the service on the seed corpus (`make run`), one to run every test (`make test`).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+INDEX_DIR ?= index
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SEEDS := $(wildcard seeds/*.txt)
+
+.PHONY: run index test lint format bench bench-index bench-search bench-relevance screenshots clean
+
+# Install the package and its runtime dependencies into a local virtualenv.
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+# Install test and lint tools too.
+$(BIN)/.installed-test: $(BIN)/.installed
+	$(BIN)/pip install --quiet -e '.[test,dev]'
+	touch $@
+
+# Rebuilt when missing or older than any seed file.
+$(INDEX_DIR)/CURRENT: $(SEEDS) | $(BIN)/.installed
+	$(BIN)/searchsvc index seeds/ --index-dir $(INDEX_DIR)
+
+index: $(INDEX_DIR)/CURRENT
+	$(BIN)/searchsvc stats --index-dir $(INDEX_DIR)
+
+run: index
+	SEARCHSVC_INDEX_DIR=$(INDEX_DIR) $(BIN)/gunicorn --config searchsvc/gunicorn_conf.py \
+		--bind $(HOST):$(PORT) wsgi:app
+
+test: $(BIN)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+lint: $(BIN)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(BIN)/.installed-test
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

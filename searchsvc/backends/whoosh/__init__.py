@@ -1,0 +1,1 @@
+"""The Whoosh backend: the only package of searchsvc that imports whoosh."""

@@ -1,0 +1,52 @@
+"""Record <-> Whoosh document: the one place that knows how a record is laid out in the index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from searchsvc.records import Record
+from searchsvc.texts import title_key
+
+# Whoosh stores None poorly for some field types; these stored fields may be absent.
+_OPTIONAL = ("url", "doi", "journal_ref", "comments")
+
+
+def to_document(record: Record) -> dict[str, Any]:
+    """The fields Whoosh indexes and stores for a record."""
+    document: dict[str, Any] = {
+        "id": record.id,
+        "title": record.title,
+        "abstract": record.abstract,
+        "content": f"{record.title}\n{record.abstract}",
+        "author_names": "\n".join(record.authors),
+        "author": ",".join(record.authors),
+        "category": ",".join(record.categories),
+        "title_sort": title_key(record.title),
+        "authors": list(record.authors),
+        "categories": list(record.categories),
+        "source": record.source,
+    }
+    if record.year is not None:
+        document["year"] = record.year
+    for name in _OPTIONAL:
+        value = getattr(record, name)
+        if value:
+            document[name] = value
+    return document
+
+
+def from_stored(stored: dict[str, Any]) -> Record:
+    """Rebuild a Record from a hit's stored fields."""
+    return Record(
+        id=stored["id"],
+        title=stored.get("title") or "",
+        abstract=stored.get("abstract") or "",
+        authors=tuple(stored.get("authors") or ()),
+        year=stored.get("year"),
+        categories=tuple(stored.get("categories") or ()),
+        source=stored.get("source") or "",
+        url=stored.get("url"),
+        doi=stored.get("doi"),
+        journal_ref=stored.get("journal_ref"),
+        comments=stored.get("comments"),
+    )

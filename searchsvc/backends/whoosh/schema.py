@@ -1,0 +1,67 @@
+"""The Whoosh schema: which record fields are analysed for ranking and which are exact facets."""
+
+from __future__ import annotations
+
+import Stemmer
+from whoosh import fields
+from whoosh.analysis import (
+    CharsetFilter,
+    LowercaseFilter,
+    RegexTokenizer,
+    StemFilter,
+    StopFilter,
+)
+from whoosh.support.charset import accent_map
+
+# Bump when the schema or analysis changes in a way that needs a rebuild.
+SCHEMA_VERSION = 1
+
+_ENGLISH = Stemmer.Stemmer("english")
+
+
+def snowball_english(word: str) -> str:
+    """PyStemmer's C Snowball stemmer; module-level so Whoosh can pickle the analyzer by name."""
+    return _ENGLISH.stemWord(word)
+
+
+def text_analyzer():
+    """Words, lowercased, accents folded (`balazs` finds `Balázs`), stop words dropped, stemmed."""
+    return (
+        RegexTokenizer()
+        | LowercaseFilter()
+        | CharsetFilter(accent_map)
+        | StopFilter()
+        | StemFilter(stemfn=snowball_english)
+    )
+
+
+def name_analyzer():
+    """Author names: words, lowercased and accent-folded, not stemmed (names are not English)."""
+    return RegexTokenizer() | LowercaseFilter() | CharsetFilter(accent_map)
+
+
+def build_schema() -> fields.Schema:
+    text = text_analyzer()
+    return fields.Schema(
+        id=fields.ID(stored=True, unique=True),
+        # Ranked text. `content` is title + abstract as one field (BM25 over one field ranks
+        # SciFact better than over two); title/abstract keep positions for phrases and
+        # field-prefixed queries.
+        title=fields.TEXT(analyzer=text, stored=True),
+        abstract=fields.TEXT(analyzer=text, stored=True),
+        content=fields.TEXT(analyzer=text, spelling=True),
+        author_names=fields.TEXT(analyzer=name_analyzer()),
+        # Exact facet values, comma-separated (values never hold commas: see records.py).
+        author=fields.KEYWORD(commas=True, lowercase=False, scorable=False),
+        category=fields.KEYWORD(commas=True, lowercase=False, scorable=False),
+        year=fields.NUMERIC(int, bits=32, stored=True, sortable=True),
+        title_sort=fields.ID(sortable=True),
+        # Display-only fields.
+        authors=fields.STORED(),
+        categories=fields.STORED(),
+        source=fields.STORED(),
+        url=fields.STORED(),
+        doi=fields.STORED(),
+        journal_ref=fields.STORED(),
+        comments=fields.STORED(),
+    )

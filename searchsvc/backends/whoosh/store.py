@@ -1,0 +1,175 @@
+"""The index directory on disk: each build is a new generation, swapped in atomically.
+
+Layout of an index directory::
+
+    CURRENT             one line: the name of the live generation (replaced with os.replace)
+    gen-<stamp>-<pid>/  a complete Whoosh index plus searchsvc.json (build metadata)
+    build-<stamp>-<pid>/  a build in progress; never read; removed on failure or by the next build
+    .lock               fcntl lock held by the one process building or updating
+
+Readers only ever follow CURRENT, so they never see a half-built index; a build killed with
+SIGKILL leaves CURRENT and the live generation untouched, and its build dir is removed by the
+next build (which holds the lock, so nothing else can be using it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from whoosh import index as whoosh_index
+from whoosh.index import Index
+
+from searchsvc.backends.whoosh.schema import SCHEMA_VERSION, build_schema
+from searchsvc.errors import BuildInProgress, IndexUnavailable
+
+CURRENT = "CURRENT"
+METADATA = "searchsvc.json"
+LOCK = ".lock"
+GENERATION_PREFIX = "gen-"
+BUILD_PREFIX = "build-"
+# Generations kept besides the live one, so readers still holding the previous one can finish.
+KEEP_PREVIOUS = 1
+
+
+class IndexDirectory:
+    """An index location (default `index/`) holding generations of a Whoosh index."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    # -- reading ---------------------------------------------------------------------------
+    def live_name(self) -> str | None:
+        """Name of the live generation, or None when no index was ever built here."""
+        try:
+            name = (self.root / CURRENT).read_text(encoding="utf-8").strip()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise IndexUnavailable(f"cannot read {self.root / CURRENT}: {exc}") from exc
+        return name or None
+
+    def live_path(self) -> Path:
+        name = self.live_name()
+        if name is None:
+            raise IndexUnavailable(
+                f"no index at {self.root}: build one with `searchsvc index SOURCE...`",
+                index_dir=str(self.root),
+            )
+        return self.root / name
+
+    def exists(self) -> bool:
+        return self.live_name() is not None
+
+    def open(self) -> Index:
+        """Open the live generation (read-only use)."""
+        path = self.live_path()
+        try:
+            return whoosh_index.open_dir(str(path))
+        except Exception as exc:  # whoosh raises several unrelated types for a broken index
+            raise IndexUnavailable(f"cannot open index at {path}: {exc}") from exc
+
+    def metadata(self) -> dict[str, Any]:
+        """Build metadata of the live generation (built_at, sources, counts...)."""
+        try:
+            return json.loads((self.live_path() / METADATA).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def built_at(self) -> datetime | None:
+        stamp = self.metadata().get("built_at")
+        return datetime.fromisoformat(stamp) if stamp else None
+
+    def size_bytes(self) -> int:
+        path = self.live_path()
+        return sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+
+    # -- writing ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the directory's write lock; BuildInProgress when another process has it."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / LOCK, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise BuildInProgress(f"another build or update is running on {self.root}") from exc
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def build(self, metadata: dict[str, Any] | None = None) -> Iterator[Index]:
+        """Create a new generation; on normal exit it becomes live, on any error it vanishes.
+
+        The caller fills the yielded (empty) index and commits its writers; `metadata` is a
+        dict the caller may keep filling while building, saved beside the index at the swap.
+        """
+        metadata = {} if metadata is None else metadata
+        with self.lock():
+            self._remove_orphan_builds()
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            build_dir = self.root / f"{BUILD_PREFIX}{stamp}-{os.getpid()}"
+            build_dir.mkdir()
+            try:
+                yield whoosh_index.create_in(str(build_dir), build_schema())
+                metadata.setdefault("built_at", datetime.now(UTC).isoformat())
+                metadata["schema_version"] = SCHEMA_VERSION
+                _write_atomically(build_dir / METADATA, json.dumps(metadata, indent=2))
+                generation = build_dir.with_name(f"{GENERATION_PREFIX}{stamp}-{os.getpid()}")
+                os.rename(build_dir, generation)
+                _write_atomically(self.root / CURRENT, generation.name + "\n")
+            except BaseException:
+                shutil.rmtree(build_dir, ignore_errors=True)
+                raise
+            self._remove_old_generations()
+
+    @contextlib.contextmanager
+    def update(self) -> Iterator[Index]:
+        """The live index, locked for an in-place update (Whoosh commits are atomic)."""
+        with self.lock():
+            index = self.open()
+            yield index
+            meta_path = self.live_path() / METADATA
+            metadata = self.metadata()
+            metadata["updated_at"] = datetime.now(UTC).isoformat()
+            _write_atomically(meta_path, json.dumps(metadata, indent=2))
+
+    def _remove_orphan_builds(self) -> None:
+        # Called with the lock held: any build dir left is from a killed or crashed build.
+        for path in self.root.glob(f"{BUILD_PREFIX}*"):
+            shutil.rmtree(path, ignore_errors=True)
+
+    def _remove_old_generations(self) -> None:
+        live = self.live_name()
+        generations = sorted(
+            (p for p in self.root.glob(f"{GENERATION_PREFIX}*") if p.name != live),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        for path in generations[KEEP_PREVIOUS:]:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write a small file so readers see the old or the new content, never a partial one."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

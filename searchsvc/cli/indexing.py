@@ -1,0 +1,3 @@
+"""`searchsvc index`, `stats` and `export`."""
+
+COMMANDS: list = []

@@ -1,0 +1,3 @@
+"""`searchsvc search`."""
+
+COMMANDS: list = []

@@ -1,0 +1,48 @@
+"""The exception tree of searchsvc: failures are domain values, turned into HTTP/exit codes once."""
+
+
+class SearchsvcError(Exception):
+    """Base of every error searchsvc raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidRequest(SearchsvcError, ValueError):
+    """A request parameter is out of range or of the wrong kind."""
+
+    code = "invalid_parameter"
+
+
+class QueryError(SearchsvcError, ValueError):
+    """The query text cannot be used; `details` says what and where (`position`)."""
+
+    code = "invalid_query"
+
+
+class RecordNotFound(SearchsvcError, LookupError):
+    """No record has the requested id."""
+
+    code = "not_found"
+
+
+class IndexUnavailable(SearchsvcError):
+    """The index is missing, being created for the first time, or cannot be opened."""
+
+    code = "index_unavailable"
+
+
+class SourceError(SearchsvcError):
+    """An input file cannot be read at all (missing, unreadable, empty, unknown format)."""
+
+    code = "source_error"
+
+
+class BuildInProgress(SearchsvcError):
+    """Another process holds the build lock of the index directory."""
+
+    code = "build_in_progress"

@@ -1,0 +1,268 @@
+"""The language between layers: SearchRequest in, SearchResult out (no Flask, no Whoosh)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from searchsvc.errors import InvalidRequest
+from searchsvc.records import MAX_YEAR, MIN_YEAR, Record
+
+SORTS = ("relevance", "newest", "oldest", "title")
+FACETS = ("author", "year", "category")
+SEARCH_FIELDS = ("title", "abstract", "authors")
+MAX_PER_PAGE = 100
+MAX_PAGE = 10_000
+MAX_FACET_SIZE = 100
+MAX_QUERY_LENGTH = 10_000
+MAX_FILTER_VALUES = 50
+DEFAULT_PER_PAGE = 10
+DEFAULT_FACET_SIZE = 10
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """What to search for. Filters are OR within a facet and AND across facets."""
+
+    q: str = ""
+    authors: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    years: tuple[int, ...] = ()
+    year_from: int | None = None
+    year_to: int | None = None
+    sort: str | None = None  # None: relevance with a query, newest without one
+    page: int = 1
+    per_page: int = DEFAULT_PER_PAGE
+    facets: tuple[str, ...] = FACETS
+    facet_size: int = DEFAULT_FACET_SIZE
+    highlight: bool = True
+    fields: tuple[str, ...] = SEARCH_FIELDS
+
+    def __post_init__(self) -> None:
+        for name in ("authors", "categories", "years", "facets", "fields"):
+            value = getattr(self, name)
+            if isinstance(value, str | int):
+                value = (value,)
+            object.__setattr__(self, name, tuple(value))
+        if not isinstance(self.q, str):
+            raise InvalidRequest("q must be a string", parameter="q")
+        if len(self.q) > MAX_QUERY_LENGTH:
+            raise InvalidRequest(f"q is longer than {MAX_QUERY_LENGTH} characters", parameter="q")
+        _check_choice("sort", self.sort, SORTS, allow_none=True)
+        for facet in self.facets:
+            _check_choice("facets", facet, FACETS)
+        if not self.fields:
+            raise InvalidRequest("fields must name at least one field", parameter="fields")
+        for name in self.fields:
+            _check_choice("fields", name, SEARCH_FIELDS)
+        _check_int("page", self.page, 1, MAX_PAGE)
+        _check_int("per_page", self.per_page, 1, MAX_PER_PAGE)
+        _check_int("facet_size", self.facet_size, 1, MAX_FACET_SIZE)
+        for name in ("authors", "categories", "years"):
+            if len(getattr(self, name)) > MAX_FILTER_VALUES:
+                raise InvalidRequest(
+                    f"at most {MAX_FILTER_VALUES} values of {name}", parameter=name
+                )
+        for year in self.years:
+            _check_int("year", year, MIN_YEAR, MAX_YEAR)
+        for name in ("year_from", "year_to"):
+            if getattr(self, name) is not None:
+                _check_int(name, getattr(self, name), MIN_YEAR, MAX_YEAR)
+        if (
+            self.year_from is not None
+            and self.year_to is not None
+            and self.year_from > self.year_to
+        ):
+            raise InvalidRequest(
+                "year_from is after year_to",
+                parameter="year_from",
+            )
+
+    @property
+    def effective_sort(self) -> str:
+        if self.sort:
+            return self.sort
+        return "relevance" if self.q.strip() else "newest"
+
+    def selected(self, facet: str) -> tuple[str, ...]:
+        """The filter values of a facet, as strings (the form facet values take)."""
+        if facet == "author":
+            return self.authors
+        if facet == "category":
+            return self.categories
+        if facet == "year":
+            return tuple(str(y) for y in self.years)
+        raise InvalidRequest(f"unknown facet {facet!r}", parameter="facet")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "q": self.q,
+            "author": list(self.authors),
+            "category": list(self.categories),
+            "year": list(self.years),
+            "year_from": self.year_from,
+            "year_to": self.year_to,
+            "sort": self.effective_sort,
+            "page": self.page,
+            "per_page": self.per_page,
+            "facets": list(self.facets),
+            "facet_size": self.facet_size,
+            "highlight": self.highlight,
+            "fields": list(self.fields),
+        }
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...], allow_none=False) -> None:
+    if value is None and allow_none:
+        return
+    if value not in choices:
+        raise InvalidRequest(
+            f"{name} must be one of {', '.join(choices)}", parameter=name, value=str(value)
+        )
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidRequest(
+            f"{name} must be an integer from {low} to {high}", parameter=name, value=str(value)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FacetValue:
+    """One value of a facet with the number of matching records."""
+
+    value: str
+    count: int
+    selected: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "count": self.count, "selected": self.selected}
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A matching record, its score (None when not ranked by relevance) and HTML highlights."""
+
+    record: Record
+    score: float | None = None
+    # "title"/"abstract" -> HTML-escaped text with <mark> around matched words
+    highlights: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.record.to_dict()
+        data["score"] = None if self.score is None else round(float(self.score), 4)
+        data["highlights"] = dict(self.highlights)
+        return data
+
+
+def page_count(total: int, per_page: int) -> int:
+    return max(1, math.ceil(total / per_page)) if per_page else 1
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """One page of ranked hits with exact total and facet counts over all matches."""
+
+    request: SearchRequest
+    total: int
+    hits: tuple[Hit, ...]
+    facets: dict[str, tuple[FacetValue, ...]]
+    took_ms: float
+    suggestion: str | None = None
+
+    @property
+    def page(self) -> int:
+        return self.request.page
+
+    @property
+    def per_page(self) -> int:
+        return self.request.per_page
+
+    @property
+    def pages(self) -> int:
+        return page_count(self.total, self.request.per_page)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.request.to_dict(),
+            "total": self.total,
+            "page": self.page,
+            "per_page": self.per_page,
+            "pages": self.pages,
+            "took_ms": round(self.took_ms, 3),
+            "hits": [hit.to_dict() for hit in self.hits],
+            "facets": {
+                name: [value.to_dict() for value in values] for name, values in self.facets.items()
+            },
+            "suggestion": self.suggestion,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestions:
+    """Autocomplete answers for a prefix: title words/titles and author names."""
+
+    prefix: str
+    titles: tuple[str, ...]
+    authors: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"prefix": self.prefix, "titles": list(self.titles), "authors": list(self.authors)}
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorView:
+    """The records attributed to an author, newest first, with per-year/category counts."""
+
+    name: str
+    total: int
+    page: int
+    per_page: int
+    records: tuple[Record, ...]
+    years: tuple[FacetValue, ...]
+    categories: tuple[FacetValue, ...]
+    coauthors: tuple[FacetValue, ...]
+
+    @property
+    def pages(self) -> int:
+        return page_count(self.total, self.per_page)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "total": self.total,
+            "page": self.page,
+            "per_page": self.per_page,
+            "pages": self.pages,
+            "records": [record.to_dict() for record in self.records],
+            "years": [v.to_dict() for v in self.years],
+            "categories": [v.to_dict() for v in self.categories],
+            "coauthors": [v.to_dict() for v in self.coauthors],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """What an index holds: document count, top facet values, cardinalities, build time."""
+
+    documents: int
+    facets: dict[str, tuple[FacetValue, ...]]
+    cardinalities: dict[str, int]
+    built_at: datetime | None
+    version: str
+    index_dir: str = ""
+    size_bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "documents": self.documents,
+            "facets": {k: [v.to_dict() for v in vs] for k, vs in self.facets.items()},
+            "cardinalities": dict(self.cardinalities),
+            "built_at": self.built_at.isoformat() if self.built_at else None,
+            "version": self.version,
+            "index_dir": self.index_dir,
+            "size_bytes": self.size_bytes,
+        }

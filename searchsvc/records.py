@@ -1,0 +1,177 @@
+"""Record, the publication record every layer speaks, with its identity and merge rules."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from searchsvc.texts import normalise_space, title_key
+
+# Fields a Record is made of, in display order; `from_dict` accepts exactly these.
+RECORD_FIELDS = (
+    "id",
+    "title",
+    "abstract",
+    "authors",
+    "year",
+    "categories",
+    "source",
+    "url",
+    "doi",
+    "journal_ref",
+    "comments",
+)
+MIN_YEAR, MAX_YEAR = 1000, 2999
+ARXIV_ID = re.compile(r"\d{4}\.\d{4,5}(v\d+)?|[a-z][a-z.-]*(\.[A-Z]{2})?/\d{7}(v\d+)?")
+ARXIV_VERSION = re.compile(r"v\d+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One publication; `authors` and `categories` are ordered, the first category is primary."""
+
+    id: str
+    title: str
+    abstract: str = ""
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    categories: tuple[str, ...] = ()
+    source: str = ""
+    url: str | None = None
+    doi: str | None = None
+    journal_ref: str | None = None
+    comments: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id.strip():
+            raise ValueError("record id must be a non-empty string")
+        if not isinstance(self.title, str) or not self.title.strip():
+            raise ValueError("record title must be a non-empty string")
+        if self.year is not None and (
+            isinstance(self.year, bool)
+            or not isinstance(self.year, int)
+            or not MIN_YEAR <= self.year <= MAX_YEAR
+        ):
+            raise ValueError(f"record year must be an integer in {MIN_YEAR}..{MAX_YEAR}")
+        # Lists arrive from JSON; keep the frozen type honest.
+        object.__setattr__(self, "authors", _clean_values(self.authors, "authors"))
+        object.__setattr__(self, "categories", _clean_values(self.categories, "categories"))
+
+    @property
+    def primary_category(self) -> str | None:
+        return self.categories[0] if self.categories else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (lists, not tuples); the format `searchsvc export` writes."""
+        data = asdict(self)
+        data["authors"] = list(self.authors)
+        data["categories"] = list(self.categories)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        """Inverse of `to_dict`; raises ValueError on unknown fields or wrong types."""
+        if not isinstance(data, dict):
+            raise ValueError("a record must be a JSON object")
+        unknown = set(data) - set(RECORD_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown record fields: {', '.join(sorted(unknown))}")
+        for name in ("title", "abstract", "source", "url", "doi", "journal_ref", "comments"):
+            value = data.get(name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"record field {name!r} must be a string")
+        for name in ("authors", "categories"):
+            value = data.get(name, ())
+            if not isinstance(value, list | tuple):
+                raise ValueError(f"record field {name!r} must be a list of strings")
+        record_id = data.get("id")
+        if not isinstance(record_id, str):
+            raise ValueError("record field 'id' must be a string")
+        return cls(
+            id=record_id,
+            title=data.get("title") or "",
+            abstract=data.get("abstract") or "",
+            authors=tuple(data.get("authors") or ()),
+            year=data.get("year"),
+            categories=tuple(data.get("categories") or ()),
+            source=data.get("source") or "",
+            url=data.get("url"),
+            doi=data.get("doi"),
+            journal_ref=data.get("journal_ref"),
+            comments=data.get("comments"),
+        )
+
+
+def _clean_values(values: Iterable[str], name: str) -> tuple[str, ...]:
+    if isinstance(values, str):
+        raise ValueError(f"record field {name!r} must be a list, not a string")
+    cleaned: list[str] = []
+    for value in values:
+        if not isinstance(value, str):
+            raise ValueError(f"record field {name!r} must hold strings")
+        # Commas separate facet values in the index, so they cannot live inside one value.
+        value = normalise_space(value.replace(",", " "))
+        if value and value not in cleaned:
+            cleaned.append(value)
+    return tuple(cleaned)
+
+
+def title_record_id(source: str, title: str, year: int | None) -> str:
+    """Stable id for a record without a source id: derived from its normalised title and year."""
+    digest = hashlib.sha1(f"{title_key(title)}|{year or ''}".encode()).hexdigest()[:16]
+    prefix = "".join(ch for ch in source.lower() if ch.isalnum()) or "rec"
+    return f"{prefix}-{digest}"
+
+
+def is_arxiv_id(value: str) -> bool:
+    """True for arXiv ids, new style (`2503.11731`, `0704.0001v2`) or old (`hep-th/9901001`)."""
+    return bool(ARXIV_ID.fullmatch(value))
+
+
+def identity_key(record: Record) -> str:
+    """What makes two records the same paper: the arXiv id when known, else title and year."""
+    if is_arxiv_id(record.id):
+        return f"arxiv:{ARXIV_VERSION.sub('', record.id)}"
+    return f"title:{title_key(record.title)}|{record.year or ''}"
+
+
+def merge(first: Record, second: Record) -> Record:
+    """One record from two sightings of the same paper: lists merged in first-seen order."""
+    return replace(
+        first,
+        abstract=first.abstract or second.abstract,
+        authors=first.authors + tuple(a for a in second.authors if a not in first.authors),
+        categories=first.categories
+        + tuple(c for c in second.categories if c not in first.categories),
+        year=first.year if first.year is not None else second.year,
+        url=first.url or second.url,
+        doi=first.doi or second.doi,
+        journal_ref=first.journal_ref or second.journal_ref,
+        comments=first.comments or second.comments,
+    )
+
+
+@dataclass
+class Deduplicator:
+    """Folds repeated sightings of a paper into one record, keeping first-seen order."""
+
+    _by_key: dict[str, Record] = field(default_factory=dict)
+    merged: int = 0
+
+    def add(self, record: Record) -> None:
+        key = identity_key(record)
+        seen = self._by_key.get(key)
+        if seen is None:
+            self._by_key[key] = record
+        else:
+            self._by_key[key] = merge(seen, record)
+            self.merged += 1
+
+    def records(self) -> Iterator[Record]:
+        return iter(self._by_key.values())
+
+    def __len__(self) -> int:
+        return len(self._by_key)
