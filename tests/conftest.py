@@ -22,3 +22,31 @@ def kaggle_sample() -> Path:
     if not KAGGLE_SAMPLE.exists():
         pytest.skip(f"{KAGGLE_SAMPLE} is not present")
     return KAGGLE_SAMPLE
+
+
+@pytest.fixture(scope="session")
+def fixture_index(tmp_path_factory):
+    """A real index of tests.support.FIXTURE_RECORDS (5 records, one hostile). Do not modify."""
+    from tests.support import build_index
+
+    return build_index(tmp_path_factory.mktemp("fixture-index"))
+
+
+@pytest.fixture(scope="session")
+def seed_records():
+    """The seed corpus, read and deduplicated (33 records)."""
+    from searchsvc.records import Deduplicator
+    from searchsvc.sources import read_records
+
+    dedupe = Deduplicator()
+    for record in read_records([SEEDS_DIR]):
+        dedupe.add(record)
+    return tuple(dedupe.records())
+
+
+@pytest.fixture(scope="session")
+def seed_index(tmp_path_factory, seed_records):
+    """A real index of the 33 seed records. Do not modify."""
+    from tests.support import build_index
+
+    return build_index(tmp_path_factory.mktemp("seed-index"), seed_records)

@@ -1,0 +1,76 @@
+"""Test support shared by every test module: a small fixture corpus and a real index builder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from searchsvc.backends.whoosh.documents import to_document
+from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.records import Record
+
+HOSTILE_TITLE = "<script>alert('x')</script> \"Quoted\" & <img src=x onerror=alert(1)>"
+
+FIXTURE_RECORDS: tuple[Record, ...] = (
+    Record(
+        id="2301.00001",
+        title="Fair Cluster Scheduling for Deep Learning Jobs",
+        abstract="We study scheduling of deep learning training jobs on shared GPU clusters.",
+        authors=("Ada Lovelace", "Shivaram Venkataraman"),
+        year=2023,
+        categories=("cs.DC", "cs.LG"),
+        source="arXiv",
+        url="https://arxiv.org/abs/2301.00001",
+    ),
+    Record(
+        id="2201.00002",
+        title="Learned Caches for Inference Serving",
+        abstract="Learned caches reduce the latency of deep learning inference by 75% at p99.",
+        authors=("Aditya Akella", "Shivaram Venkataraman"),
+        year=2022,
+        categories=("cs.LG",),
+        source="arXiv",
+        url="https://arxiv.org/abs/2201.00002",
+    ),
+    Record(
+        id="2101.00003",
+        title="Congestion Control in Datacenter Networks",
+        abstract="A network transport protocol for low tail latency in datacenters.",
+        authors=("Aditya Akella",),
+        year=2021,
+        categories=("cs.NI", "cs.DC"),
+        source="arXiv",
+        url="https://arxiv.org/abs/2101.00003",
+    ),
+    Record(
+        id="0704.0001",
+        title="Calculation of prompt diphoton production cross sections",
+        abstract="A fully differential calculation in perturbative quantum chromodynamics.",
+        authors=("C. Balázs", "E. L. Berger"),
+        year=2007,
+        categories=("hep-ph",),
+        source="arXiv",
+        url="https://arxiv.org/abs/0704.0001",
+    ),
+    Record(
+        id="seed-hostile0001",
+        title=HOSTILE_TITLE,
+        abstract="An abstract with <script>document.cookie</script> and <b>bold</b> tags.",
+        authors=("Mallory O'Brien",),
+        year=2020,
+        categories=("cs.CR",),
+        source="Example",
+        url=None,
+    ),
+)
+
+
+def build_index(root: Path, records: Iterable[Record] = FIXTURE_RECORDS) -> IndexDirectory:
+    """Build a real Whoosh index of `records` in `root` (a plain single writer)."""
+    directory = IndexDirectory(root)
+    with directory.build() as index:
+        writer = index.writer()
+        for record in records:
+            writer.add_document(**to_document(record))
+        writer.commit()
+    return directory
