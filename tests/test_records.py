@@ -1,0 +1,118 @@
+"""Record validation, the export dict, identity and merging of repeated sightings."""
+
+from __future__ import annotations
+
+import pytest
+
+from searchsvc.records import (
+    Deduplicator,
+    Record,
+    identity_key,
+    is_arxiv_id,
+    merge,
+    title_record_id,
+)
+
+PAPER = Record(
+    id="2301.00001",
+    title="Learned Caches",
+    abstract="Abstract.",
+    authors=("Ada Lovelace",),
+    year=2023,
+    categories=("cs.LG",),
+    source="arXiv",
+    url="https://arxiv.org/abs/2301.00001",
+)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"id": "", "title": "T"},
+        {"id": "x", "title": "  "},
+        {"id": "x", "title": "T", "year": 999},
+        {"id": "x", "title": "T", "year": True},
+        {"id": "x", "title": "T", "authors": "Ada"},
+        {"id": "x", "title": "T", "categories": (1,)},
+    ],
+)
+def test_invalid_records_are_refused(fields):
+    with pytest.raises(ValueError):
+        Record(**fields)
+
+
+def test_lists_are_cleaned_deduplicated_and_comma_free():
+    record = Record(id="x", title="T", authors=["Ada  Lovelace", "Ada Lovelace", "A, B", " "])
+    assert record.authors == ("Ada Lovelace", "A B")
+    assert record.primary_category is None
+
+
+def test_to_dict_and_from_dict_round_trip():
+    data = PAPER.to_dict()
+    assert data["authors"] == ["Ada Lovelace"] and data["categories"] == ["cs.LG"]
+    assert Record.from_dict(data) == PAPER
+
+
+def test_from_dict_refuses_unknown_fields_and_wrong_types():
+    with pytest.raises(ValueError, match="unknown record fields: colour"):
+        Record.from_dict({**PAPER.to_dict(), "colour": "red"})
+    with pytest.raises(ValueError, match="'doi' must be a string"):
+        Record.from_dict({**PAPER.to_dict(), "doi": 5})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2503.11731", True),
+        ("0704.0001v2", True),
+        ("hep-th/9901001", True),
+        ("math.AG/0601001", True),
+        ("arxiv-1c27c9f61578d916", False),
+        ("2503.117", False),
+    ],
+)
+def test_is_arxiv_id(value, expected):
+    assert is_arxiv_id(value) is expected
+
+
+def test_identity_is_the_arxiv_id_without_version_else_title_and_year():
+    assert (
+        identity_key(PAPER)
+        == identity_key(Record(id="2301.00001v3", title="Other"))
+        == ("arxiv:2301.00001")
+    )
+    seed = Record(id=title_record_id("arXiv", "Learned  Caches!", 2023), title="Learned Caches!")
+    assert identity_key(seed) == "title:learned caches|"
+
+
+def test_title_record_id_is_stable_and_ignores_case_and_punctuation():
+    assert title_record_id("arXiv", "Learned Caches", 2023) == title_record_id(
+        "arXiv", "learned caches.", 2023
+    )
+    assert title_record_id("arXiv", "Learned Caches", 2023) != title_record_id(
+        "arXiv", "Learned Caches", 2022
+    )
+    assert title_record_id("D.B.L.P", "X", None).startswith("dblp-")
+
+
+def test_merge_keeps_first_values_and_appends_new_list_items_in_order():
+    second = Record(
+        id="2301.00001v2",
+        title="Learned caches",
+        authors=("Alan Turing", "Ada Lovelace"),
+        categories=("cs.DC", "cs.LG"),
+        doi="10.1/x",
+    )
+    merged = merge(PAPER, second)
+    assert merged.authors == ("Ada Lovelace", "Alan Turing")
+    assert merged.categories == ("cs.LG", "cs.DC")
+    assert (merged.title, merged.doi, merged.year) == ("Learned Caches", "10.1/x", 2023)
+
+
+def test_deduplicator_counts_merges_and_keeps_first_seen_order():
+    dedupe = Deduplicator()
+    other = Record(id="2201.00002", title="Other")
+    for record in (PAPER, other, PAPER, Record(id="2301.00001v2", title="x")):
+        dedupe.add(record)
+    assert (len(dedupe), dedupe.merged) == (2, 2)
+    assert [r.id for r in dedupe.records()] == ["2301.00001", "2201.00002"]
