@@ -28,8 +28,10 @@ from typing import Any
 from whoosh import index as whoosh_index
 from whoosh.index import Index
 
+from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION, build_schema
 from searchsvc.errors import BuildInProgress, IndexUnavailable
+from searchsvc.records import Record
 
 CURRENT = "CURRENT"
 METADATA = "searchsvc.json"
@@ -92,6 +94,13 @@ class IndexDirectory:
         path = self.live_path()
         return sum(f.stat().st_size for f in path.iterdir() if f.is_file())
 
+    def records(self) -> Iterator[Record]:
+        """Every record of the live generation, in index order (what `searchsvc export` writes)."""
+        with self.open().searcher() as searcher:
+            # all_stored_fields skips documents deleted by an update and not yet merged away.
+            for stored in searcher.all_stored_fields():
+                yield from_stored(stored)
+
     # -- writing ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -134,15 +143,20 @@ class IndexDirectory:
             self._remove_old_generations()
 
     @contextlib.contextmanager
-    def update(self) -> Iterator[Index]:
-        """The live index, locked for an in-place update (Whoosh commits are atomic)."""
+    def update(self, metadata: dict[str, Any] | None = None) -> Iterator[Index]:
+        """The live index, locked for an in-place update (Whoosh commits are atomic).
+
+        `metadata`, which the caller may fill while updating, is merged into the saved metadata.
+        """
+        metadata = {} if metadata is None else metadata
         with self.lock():
             index = self.open()
             yield index
             meta_path = self.live_path() / METADATA
-            metadata = self.metadata()
-            metadata["updated_at"] = datetime.now(UTC).isoformat()
-            _write_atomically(meta_path, json.dumps(metadata, indent=2))
+            saved = self.metadata()
+            saved.update(metadata)
+            saved["updated_at"] = datetime.now(UTC).isoformat()
+            _write_atomically(meta_path, json.dumps(saved, indent=2))
 
     def _remove_orphan_builds(self) -> None:
         # Called with the lock held: any build dir left is from a killed or crashed build.
@@ -151,9 +165,10 @@ class IndexDirectory:
 
     def _remove_old_generations(self) -> None:
         live = self.live_name()
+        # Names start with a UTC stamp, so they sort by age; mtimes change on in-place updates.
         generations = sorted(
             (p for p in self.root.glob(f"{GENERATION_PREFIX}*") if p.name != live),
-            key=lambda p: p.stat().st_mtime,
+            key=lambda p: p.name,
             reverse=True,
         )
         for path in generations[KEEP_PREVIOUS:]:

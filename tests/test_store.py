@@ -1,0 +1,99 @@
+"""IndexDirectory: generations, the CURRENT swap, orphan clean-up, the lock, metadata."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from searchsvc.backends.whoosh.documents import to_document
+from searchsvc.backends.whoosh.schema import build_schema
+from searchsvc.backends.whoosh.store import BUILD_PREFIX, CURRENT, IndexDirectory
+from searchsvc.errors import BuildInProgress, IndexUnavailable
+from tests.support import FIXTURE_RECORDS, build_index
+
+
+def test_a_directory_without_an_index_says_how_to_build_one(tmp_path):
+    directory = IndexDirectory(tmp_path / "index")
+
+    assert not directory.exists()
+    with pytest.raises(IndexUnavailable, match="searchsvc index"):
+        directory.open()
+
+
+def test_a_failed_build_is_removed_and_the_live_generation_stays(tmp_path):
+    directory = build_index(tmp_path / "index")
+    live = directory.live_name()
+
+    with pytest.raises(RuntimeError), directory.build() as index:
+        writer = index.writer()
+        writer.add_document(**to_document(FIXTURE_RECORDS[0]))
+        writer.commit()
+        raise RuntimeError("half-way")
+
+    assert directory.live_name() == live
+    assert directory.open().doc_count() == len(FIXTURE_RECORDS)
+    assert not list(directory.root.glob(f"{BUILD_PREFIX}*"))
+
+
+def test_the_next_build_removes_build_dirs_left_by_killed_builds(tmp_path):
+    directory = build_index(tmp_path / "index")
+    orphan = directory.root / f"{BUILD_PREFIX}20200101T000000000000Z-1"
+    orphan.mkdir()
+    (orphan / "MAIN_WRITELOCK").write_text("")
+
+    build_index(directory.root, FIXTURE_RECORDS[:1])
+
+    assert not orphan.exists()
+    assert directory.open().doc_count() == 1
+
+
+def test_builds_keep_the_live_generation_and_one_previous(tmp_path):
+    directory = IndexDirectory(tmp_path / "index")
+    names = []
+    for _ in range(4):
+        build_index(directory.root)
+        names.append(directory.live_name())
+
+    assert sorted(p.name for p in directory.root.glob("gen-*")) == sorted(names[-2:])
+    assert (directory.root / CURRENT).read_text().strip() == names[-1]
+
+
+def test_the_lock_refuses_a_second_holder(tmp_path):
+    directory = IndexDirectory(tmp_path / "index")
+
+    with directory.lock(), pytest.raises(BuildInProgress), directory.build():
+        pass
+
+    with directory.lock():  # released again
+        pass
+
+
+def test_build_saves_metadata_and_update_merges_into_it(tmp_path):
+    directory = IndexDirectory(tmp_path / "index")
+    with directory.build({"sources": ["seeds"]}) as index:
+        writer = index.writer()
+        writer.add_document(**to_document(FIXTURE_RECORDS[0]))
+        writer.commit()
+    built_at = directory.built_at()
+
+    with directory.update({"last_update": {"sources": ["more.jsonl"]}}):
+        pass
+
+    metadata = directory.metadata()
+    assert metadata["sources"] == ["seeds"]
+    assert metadata["last_update"] == {"sources": ["more.jsonl"]}
+    assert metadata["updated_at"] >= metadata["built_at"]
+    assert directory.built_at() == built_at is not None
+
+
+def test_records_yields_every_stored_record(fixture_index):
+    assert list(fixture_index.records()) == list(FIXTURE_RECORDS)
+
+
+def test_schema_pickles_with_its_stemmer_for_worker_processes():
+    # Whoosh pickles the schema into the index TOC and into multi-process workers.
+    schema = pickle.loads(pickle.dumps(build_schema()))
+
+    tokens = [t.text for t in schema["content"].analyzer("Scheduling clusters at Balázs")]
+    assert tokens == ["schedul", "cluster", "balaz"]
