@@ -1,0 +1,106 @@
+"""One search: parse, match, filter, count facets, rank one page, suggest a correction.
+
+Matching and filtering work on boolean document masks over the snapshot's facet arrays, so
+the exact total and the facet counts come from one pass over the matched document numbers
+(no hit is scored for them); Whoosh ranks only the page asked for.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from whoosh.searching import Searcher
+
+from searchsvc.backends.whoosh.facets import FacetTable, disjunctive_counts
+from searchsvc.backends.whoosh.queries import ParsedQuery, parse
+from searchsvc.backends.whoosh.results import highlight_terms, hits_for
+from searchsvc.backends.whoosh.searcher import View
+from searchsvc.backends.whoosh.suggest import did_you_mean
+from searchsvc.query import FACETS, SearchRequest, SearchResult
+
+
+def execute_search(view: View, request: SearchRequest) -> SearchResult:
+    """The SearchResult of a request on one snapshot of the index."""
+    started = time.perf_counter()
+    searcher, table = view.searcher, view.facets
+    parsed = parse_for(view, request.q, request.fields)
+
+    matched = matching_documents(searcher, table, parsed)
+    year_range = table.year_range(request.year_from, request.year_to)
+    if year_range is not None:
+        matched &= year_range
+    filters = facet_filters(table, request)
+    selected = matched.copy()
+    for mask in filters.values():
+        selected &= mask
+    total = int(np.count_nonzero(selected))
+
+    facets = disjunctive_counts(
+        table,
+        matched,
+        filters,
+        request.facets,
+        request.facet_size,
+        {facet: request.selected(facet) for facet in FACETS},
+    )
+    start = (request.page - 1) * request.per_page
+    if start >= total:
+        ranked: list[tuple[int, float | None]] = []
+    elif request.effective_sort == "relevance" and not parsed.match_all:
+        filtered = bool(filters) or year_range is not None
+        ranked = _by_relevance(searcher, parsed, selected if filtered else None, start, request)
+    else:
+        sort = "newest" if request.effective_sort == "relevance" else request.effective_sort
+        page = table.order(selected, sort)[start : start + request.per_page]
+        ranked = [(int(docnum), None) for docnum in page]
+
+    terms = highlight_terms(parsed.query) if request.highlight else None
+    return SearchResult(
+        request=request,
+        total=total,
+        hits=hits_for(searcher, ranked, terms),
+        facets=facets,
+        took_ms=(time.perf_counter() - started) * 1000,
+        suggestion=did_you_mean(view, parsed),
+    )
+
+
+def parse_for(view: View, text: str, request_fields) -> ParsedQuery:
+    """Parse query text against a snapshot (exact values such as categories resolved)."""
+    table = view.facets
+
+    def exact_value(field: str, value: str) -> str | None:
+        column = table.columns[field]
+        ordinal = column.ordinal(value)
+        return None if ordinal is None else column.values[ordinal]
+
+    return parse(text, request_fields, view.searcher.reader(), exact_value, view.lexicon)
+
+
+def matching_documents(searcher: Searcher, table: FacetTable, parsed: ParsedQuery) -> np.ndarray:
+    """Boolean mask of the documents the query matches (deleted ones never match)."""
+    if parsed.match_all:
+        return table.live.copy()
+    return table.mask_of(searcher.docs_for_query(parsed.query))
+
+
+def facet_filters(table: FacetTable, request: SearchRequest) -> dict[str, np.ndarray]:
+    """A document mask per facet that has selected values (OR within the facet)."""
+    return {
+        facet: table.columns[facet].documents_with(values, table.doc_count)
+        for facet in FACETS
+        if (values := request.selected(facet))
+    }
+
+
+def _by_relevance(
+    searcher: Searcher,
+    parsed: ParsedQuery,
+    allowed: np.ndarray | None,
+    start: int,
+    request: SearchRequest,
+) -> list[tuple[int, float | None]]:
+    allowed_docs = None if allowed is None else set(np.flatnonzero(allowed).tolist())
+    results = searcher.search(parsed.query, limit=start + request.per_page, filter=allowed_docs)
+    return [(docnum, score) for score, docnum in results.top_n[start : start + request.per_page]]

@@ -1,0 +1,180 @@
+"""Parsed query -> runnable query: wildcard and fuzzy words become a bounded set of index terms.
+
+Whoosh's own Prefix/Wildcard/FuzzyTerm queries expand to every matching term of the field
+(`a*` to thousands, `*ing` after walking the whole term table); here each becomes an OR of at
+most MAX_EXPANSION real terms, found in the in-memory lexicon, chosen by document frequency
+within a postings budget.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+from collections.abc import Callable, Iterable, Iterator
+
+from whoosh import query
+from whoosh.reading import IndexReader
+
+from searchsvc.backends.whoosh.lexicons import Lexicon
+from searchsvc.errors import QueryError
+from searchsvc.texts import fold
+
+# Fields whose values are exact facet values, looked up case- and accent-insensitively.
+EXACT_FIELDS = ("category",)
+
+# Limits on expansion.
+MAX_EXPANDING_WORDS = 8  # wildcard and fuzzy words per query
+MAX_EXPANSION = 16  # index terms one wildcard/fuzzy word may become (the most frequent)
+# Documents the terms of one wildcard/fuzzy word may hold in all: `*ing` or `a*` would
+# otherwise become the most common words of the corpus and match (and score) all of it.
+MAX_EXPANSION_POSTINGS = 5_000
+MIN_LITERAL_PREFIX = 3  # a wildcard word starting with fewer letters stays within the budget
+MAX_CANDIDATES = 2_000  # matching index terms looked at to choose those
+MAX_FUZZY_DISTANCE = 2
+MAX_FUZZY_LENGTH = 32  # longer words make the edit-distance automaton slow
+FUZZY_PREFIX = 1  # fuzzy matches share the first letter: a typo there is rare, the walk far shorter
+
+_WORD = re.compile(r"\w+")
+
+LexiconOf = Callable[[str], Lexicon]
+
+
+class QueryRewriter:
+    """Replaces wildcard and fuzzy words by a bounded set of real index terms, resolves exact
+    values, and gives NOT inside an OR group its intended meaning."""
+
+    def __init__(self, reader: IndexReader, exact_values, lexicon: LexiconOf, text: str) -> None:
+        self.reader = reader
+        self.exact_values = exact_values
+        self.lexicon = lexicon
+        self.text = text
+        self.expanding: set[int] = set()
+
+    def rewrite(self, q: query.Query) -> query.Query:
+        if isinstance(q, query.Every):
+            # Every("field") walks every posting of the field; all documents is what `*` means.
+            return query.Every()
+        if isinstance(q, query.MultiTerm):
+            # One word searched in two fields is one wildcard word: count words by position.
+            position = getattr(q, "startchar", None)
+            self.expanding.add(-len(self.expanding) - 1 if position is None else position)
+            if len(self.expanding) > MAX_EXPANDING_WORDS:
+                raise QueryError(
+                    f"at most {MAX_EXPANDING_WORDS} wildcard or fuzzy words per query",
+                    **_position(q),
+                )
+            texts = self._fuzzy(q) if isinstance(q, query.FuzzyTerm) else self._pattern(q)
+            return _any_of(q.fieldname, texts, q.boost)
+        if isinstance(q, query.Term) and q.fieldname in EXACT_FIELDS:
+            value = self.exact_values(q.fieldname, q.text)
+            return query.Term(q.fieldname, value, boost=q.boost) if value else query.NullQuery
+        if q.is_leaf():
+            return q
+        rewritten = q.apply(self.rewrite)
+        return _or_not(rewritten) if isinstance(rewritten, query.Or) else rewritten
+
+    def _pattern(self, q: query.MultiTerm) -> list[str]:
+        field = q.fieldname
+        fieldobj = self.reader.schema[field]
+        texts = set(_pattern_terms(self.lexicon(field), q))
+        if fieldobj.separate_spelling():
+            # Index terms are stems ("congest"), so `congest?on` is matched against the
+            # unstemmed words kept for spelling, whose stems are then searched.
+            words = _pattern_terms(self.lexicon(fieldobj.spelling_fieldname(field)), q)
+            texts.update(stem for word in words for stem in fieldobj.process_text(word))
+        # A short literal start (`a*`, `*ing`) means "a sample", not "the commonest word".
+        literal = re.split(r"[*?]", q.text, maxsplit=1)[0]
+        return self._most_frequent(field, texts, keep_first=len(literal) >= MIN_LITERAL_PREFIX)
+
+    def _fuzzy(self, q: query.FuzzyTerm) -> list[str]:
+        field = q.fieldname
+        fieldobj = self.reader.schema[field]
+        distance = min(q.maxdist, MAX_FUZZY_DISTANCE)
+        prefix = max(q.prefixlength, FUZZY_PREFIX)
+        if len(q.text) > MAX_FUZZY_LENGTH:
+            raise QueryError(
+                f"a fuzzy word may have at most {MAX_FUZZY_LENGTH} characters", **_position(q)
+            )
+        # The parser has analysed the word (stemmed it for text fields), so it is compared
+        # with the field's own terms first.
+        stems = set(self.lexicon(field).within(q.text, distance, prefix)[:MAX_CANDIDATES])
+        original = self._typed_word(q) if fieldobj.separate_spelling() else None
+        if original:
+            # Stemming can move a typo further away ("schedulng" vs "schedul"): also compare
+            # the word as typed with the unstemmed spelling words.
+            spelling = self.lexicon(fieldobj.spelling_fieldname(field))
+            for word in spelling.within(original, distance, prefix)[:MAX_CANDIDATES]:
+                stems.update(fieldobj.process_text(word, mode="query"))
+        return self._most_frequent(field, stems)
+
+    def _typed_word(self, q: query.Query) -> str | None:
+        start, end = getattr(q, "startchar", None), getattr(q, "endchar", None)
+        if start is None or end is None:
+            return None
+        typed = re.sub(r"^\w+:|~\d*$", "", self.text[start:end])
+        return fold(typed) if _WORD.fullmatch(typed) else None
+
+    def _most_frequent(
+        self, field: str, texts: Iterable[str], keep_first: bool = True
+    ) -> list[str]:
+        return most_frequent(
+            self.reader, field, texts, MAX_EXPANSION, MAX_EXPANSION_POSTINGS, keep_first
+        )
+
+
+def most_frequent(
+    reader: IndexReader,
+    field: str,
+    texts: Iterable[str],
+    limit: int,
+    max_postings: int | None = None,
+    keep_first: bool = True,
+) -> list[str]:
+    """The `limit` of `texts` in most documents of `field` (absent ones dropped).
+
+    With `max_postings`, terms are taken most frequent first only while their documents add
+    up to at most that many; the most frequent term is taken anyway if `keep_first`.
+    """
+    present = ((reader.doc_frequency(field, t), t) for t in texts)
+    chosen: list[str] = []
+    postings = 0
+    for frequency, text in heapq.nlargest(limit, present):
+        if frequency == 0:
+            break
+        first = keep_first and not chosen
+        if not first and max_postings is not None and postings + frequency > max_postings:
+            continue
+        chosen.append(text)
+        postings += frequency
+    return chosen
+
+
+def _pattern_terms(lexicon: Lexicon, q: query.MultiTerm) -> Iterator[str]:
+    found = lexicon.prefixed(q.text) if isinstance(q, query.Prefix) else lexicon.matching(q.text)
+    return itertools.islice(found, MAX_CANDIDATES)
+
+
+def _or_not(q: query.Or) -> query.Query:
+    """`a b NOT c` means a or b, without c (an OR group would otherwise match all but c)."""
+    children = q.subqueries
+    if any(isinstance(child, query.Every) for child in children):
+        return query.Every()
+    negated = [child.query for child in children if isinstance(child, query.Not)]
+    wanted = [child for child in children if not isinstance(child, query.Not)]
+    if not negated or not wanted:
+        return q
+    positive = wanted[0] if len(wanted) == 1 else query.Or(wanted, boost=q.boost)
+    excluded = negated[0] if len(negated) == 1 else query.Or(negated)
+    return query.AndNot(positive, excluded)
+
+
+def _any_of(field: str, texts: list[str], boost: float) -> query.Query:
+    if not texts:
+        return query.NullQuery
+    return query.Or([query.Term(field, text, boost=boost) for text in sorted(texts)])
+
+
+def _position(q: query.Query) -> dict[str, int]:
+    position = getattr(q, "startchar", None)
+    return {} if position is None else {"position": position}

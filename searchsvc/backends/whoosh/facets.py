@@ -1,0 +1,201 @@
+"""Facet counts from per-document arrays: exact, disjunctive, and without scoring a single hit.
+
+Whoosh's own `groupedby` scores and collects every match and (for a multi-valued KEYWORD field)
+rebuilds doc -> values on every search. Here the values of every document are read once per
+index snapshot into numpy arrays, and a facet count is one `np.bincount` over the entries of
+the matched documents.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from whoosh.reading import IndexReader
+
+from searchsvc.query import FacetValue
+from searchsvc.texts import fold
+
+# Where a facet value may be entered by a word prefix ("venkat" finds "Shivaram Venkataraman").
+_WORD_START = re.compile(r"(?:^|(?<=[\s.\-_']))(?=\w)")
+NO_YEAR = -1
+
+
+@dataclass
+class ValueColumn:
+    """A (possibly multi-valued) facet as parallel arrays: one entry per (document, value)."""
+
+    values: list[str]  # sorted, so ordinal order is value order (ties break by value)
+    entry_doc: np.ndarray  # document number of each entry
+    entry_value: np.ndarray  # value ordinal of each entry
+    totals: np.ndarray  # documents per value over the whole index
+    _by_folded: dict[str, int] | None = None
+    _word_starts: list[str] | None = None
+    _word_start_values: np.ndarray | None = None
+
+    @classmethod
+    def from_pairs(cls, doc_values: Sequence[tuple[int, Sequence[str]]]) -> ValueColumn:
+        values = sorted({value for _, vals in doc_values for value in vals})
+        ordinal = {value: i for i, value in enumerate(values)}
+        docs = [doc for doc, vals in doc_values for _ in vals]
+        ords = [ordinal[value] for _, vals in doc_values for value in vals]
+        entry_doc = np.asarray(docs, dtype=np.int32)
+        entry_value = np.asarray(ords, dtype=np.int32)
+        totals = np.bincount(entry_value, minlength=len(values))
+        return cls(values, entry_doc, entry_value, totals)
+
+    def ordinal(self, value: str) -> int | None:
+        """The ordinal of a value, matched exactly or else case- and accent-insensitively."""
+        position = bisect.bisect_left(self.values, value)
+        if position < len(self.values) and self.values[position] == value:
+            return position
+        if self._by_folded is None:
+            folded: dict[str, int] = {}
+            for i, candidate in enumerate(self.values):
+                folded.setdefault(fold(candidate), i)
+            self._by_folded = folded
+        return self._by_folded.get(fold(value))
+
+    def documents_with(self, values: Iterable[str], doc_count: int) -> np.ndarray:
+        """Boolean mask of the documents having any of `values` (OR within a facet)."""
+        ordinals = [o for o in (self.ordinal(v) for v in values) if o is not None]
+        mask = np.zeros(doc_count, dtype=bool)
+        if ordinals:
+            mask[self.entry_doc[np.isin(self.entry_value, ordinals)]] = True
+        return mask
+
+    def counts(self, documents: np.ndarray) -> np.ndarray:
+        """Matching documents per value ordinal, for a boolean document mask."""
+        return np.bincount(self.entry_value[documents[self.entry_doc]], minlength=len(self.values))
+
+    def top(self, counts: np.ndarray, size: int, selected: Iterable[str] = ()) -> tuple:
+        """The `size` values with the highest non-zero counts, ties by value."""
+        present = np.flatnonzero(counts)
+        order = present[np.lexsort((present, -counts[present]))][:size]
+        chosen = set(selected)
+        return tuple(
+            FacetValue(self.values[i], int(counts[i]), self.values[i] in chosen) for i in order
+        )
+
+    def values_matching(self, prefix: str) -> np.ndarray:
+        """Ordinals of the values with a word starting with `prefix` (folded); all for ''."""
+        wanted = fold(prefix)
+        if not wanted:
+            return np.arange(len(self.values))
+        if self._word_starts is None:
+            self._index_word_starts()
+        starts, ordinals = self._word_starts, self._word_start_values
+        low = bisect.bisect_left(starts, wanted)
+        high = bisect.bisect_left(starts, wanted + "\U0010ffff", lo=low)
+        return np.unique(ordinals[low:high])
+
+    def by_popularity(self, ordinals: np.ndarray, limit: int) -> tuple[FacetValue, ...]:
+        """The values of `ordinals` with the most documents in the index, ties by value."""
+        order = ordinals[np.lexsort((ordinals, -self.totals[ordinals]))][:limit]
+        return tuple(FacetValue(self.values[i], int(self.totals[i])) for i in order)
+
+    def _index_word_starts(self) -> None:
+        # Every folded value from each of its word starts ("venkataraman", "shivaram venk..."),
+        # sorted: a prefix is then a range found by bisection, whatever the number of values.
+        pairs = sorted(
+            (folded[match.start() :], ordinal)
+            for ordinal, value in enumerate(self.values)
+            for folded in (fold(value),)
+            for match in _WORD_START.finditer(folded)
+        )
+        self._word_start_values = np.asarray([o for _, o in pairs], dtype=np.int64)
+        self._word_starts = [text for text, _ in pairs]
+
+
+@dataclass
+class FacetTable:
+    """Every document's facet values, year and title order, read once per index snapshot."""
+
+    doc_count: int  # document numbers run from 0 to doc_count - 1 (deleted ones included)
+    live: np.ndarray  # False for deleted document numbers
+    year: np.ndarray  # the year of each document, NO_YEAR when it has none
+    title_rank: np.ndarray  # position of each document in title order
+    columns: dict[str, ValueColumn]  # "author", "category", "year"
+
+    @classmethod
+    def build(cls, reader: IndexReader) -> FacetTable:
+        doc_count = reader.doc_count_all()
+        live = np.zeros(doc_count, dtype=bool)
+        year = np.full(doc_count, NO_YEAR, dtype=np.int32)
+        authors, categories, years = [], [], []
+        # One pass over the stored fields: they hold the exact values, in record order.
+        for docnum, stored in reader.iter_docs():
+            live[docnum] = True
+            authors.append((docnum, stored.get("authors") or ()))
+            categories.append((docnum, stored.get("categories") or ()))
+            if stored.get("year") is not None:
+                year[docnum] = stored["year"]
+                years.append((docnum, (str(stored["year"]),)))
+        # The sortable `title_sort` column holds every document's title key, in doc order.
+        title_keys = list(reader.column_reader("title_sort"))
+        title_rank = np.empty(doc_count, dtype=np.int32)
+        title_rank[sorted(range(doc_count), key=title_keys.__getitem__)] = np.arange(doc_count)
+        columns = {
+            "author": ValueColumn.from_pairs(authors),
+            "category": ValueColumn.from_pairs(categories),
+            "year": ValueColumn.from_pairs(years),
+        }
+        return cls(doc_count, live, year, title_rank, columns)
+
+    def mask_of(self, docnums: Iterable[int]) -> np.ndarray:
+        """Boolean document mask from document numbers (e.g. `searcher.docs_for_query`)."""
+        mask = np.zeros(self.doc_count, dtype=bool)
+        ids = np.fromiter(docnums, dtype=np.int64)
+        mask[ids] = True
+        return mask & self.live
+
+    def year_range(self, year_from: int | None, year_to: int | None) -> np.ndarray | None:
+        """Mask of documents with a year in the inclusive range, None when unbounded."""
+        if year_from is None and year_to is None:
+            return None
+        mask = self.year != NO_YEAR
+        if year_from is not None:
+            mask &= self.year >= year_from
+        if year_to is not None:
+            mask &= self.year <= year_to
+        return mask
+
+    def order(self, documents: np.ndarray, sort: str) -> np.ndarray:
+        """Document numbers of a mask in `newest`, `oldest` or `title` order."""
+        docnums = np.flatnonzero(documents)
+        if sort == "title":
+            return docnums[np.argsort(self.title_rank[docnums], kind="stable")]
+        years = self.year[docnums].astype(np.int64)
+        # Records without a year go last either way; ties are in title order.
+        if sort == "oldest":
+            key = np.where(years == NO_YEAR, np.iinfo(np.int64).max, years)
+        else:
+            key = np.where(years == NO_YEAR, np.iinfo(np.int64).max, -years)
+        return docnums[np.lexsort((self.title_rank[docnums], key))]
+
+
+def disjunctive_counts(
+    table: FacetTable,
+    matched: np.ndarray,
+    filters: dict[str, np.ndarray],
+    facets: Iterable[str],
+    size: int,
+    selected: dict[str, Sequence[str]],
+) -> dict[str, tuple[FacetValue, ...]]:
+    """Counts of each facet over the matches, with the filters of the *other* facets only.
+
+    `matched` already holds every filter that is not a facet selection (e.g. a year range);
+    `filters` maps a facet name to the mask of its selected values.
+    """
+    result = {}
+    for facet in facets:
+        documents = matched.copy()
+        for other, mask in filters.items():
+            if other != facet:
+                documents &= mask
+        column = table.columns[facet]
+        result[facet] = column.top(column.counts(documents), size, selected.get(facet, ()))
+    return result

@@ -1,0 +1,67 @@
+"""`searchsvc search` on the fixture index."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from searchsvc.cli import main
+
+
+@pytest.fixture(scope="module")
+def run(fixture_index):
+    runner = CliRunner()
+
+    def run(*args: str):
+        return runner.invoke(main, ["search", *args, "--index-dir", str(fixture_index.root)])
+
+    return run
+
+
+def test_prints_ranked_hits_with_highlighted_words_and_facets(run):
+    result = run("scheduling")
+    assert result.exit_code == 0, result.output
+    assert "1 records" in result.output
+    assert "Fair Cluster Scheduling for Deep Learning Jobs" in result.output
+    assert "<mark>" not in result.output
+    assert "category: cs.DC (1), cs.LG (1)" in result.output
+
+
+def test_matched_words_are_styled_for_the_terminal():
+    from searchsvc.cli.searching import terminal_text
+
+    styled = terminal_text("a <mark>b</mark> &lt;c&gt;")
+    assert "\x1b[" in styled and styled.endswith("<c>")
+
+
+def test_filters_sort_and_paging_options(run):
+    result = run("", "--category", "cs.DC", "--from", "2022", "--sort", "oldest", "--json")
+    data = json.loads(result.output)
+    assert data["total"] == 1 and data["query"]["sort"] == "oldest"
+    result = run("", "--author", "Aditya Akella", "--year", "2021", "--json")
+    assert [hit["id"] for hit in json.loads(result.output)["hits"]] == ["2101.00003"]
+    result = run("", "--page", "2", "--per-page", "2", "--json")
+    assert json.loads(result.output)["page"] == 2
+
+
+def test_json_prints_the_search_result(run):
+    data = json.loads(run('"learned caches"', "--json").output)
+    assert data["total"] == 1
+    assert data["hits"][0]["highlights"]["title"].startswith("<mark>Learned</mark>")
+    assert set(data["facets"]) == {"author", "year", "category"}
+
+
+def test_a_suggestion_is_shown(run):
+    assert "Did you mean: " in run("schedulng").output
+
+
+def test_errors_are_one_line_and_exit_1(run, tmp_path):
+    result = run("year:abc")
+    assert result.exit_code == 1
+    assert result.output.strip().startswith("error: invalid query")
+    result = run("x", "--per-page", "1000")
+    assert result.exit_code == 1 and "per_page" in result.output
+    missing = CliRunner().invoke(main, ["search", "x", "--index-dir", str(tmp_path / "none")])
+    assert missing.exit_code == 1 and missing.output.startswith("error: no index")

@@ -1,0 +1,184 @@
+"""Filters and disjunctive facet counts, checked against a slow exact computation."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from searchsvc.backends.whoosh.backend import WhooshBackend
+from searchsvc.backends.whoosh.documents import from_stored
+from searchsvc.backends.whoosh.execute import parse_for
+from searchsvc.query import FacetValue, SearchRequest
+from tests.support import FIXTURE_RECORDS
+
+
+@pytest.fixture(scope="module")
+def backend(fixture_index):
+    with WhooshBackend(fixture_index) as backend:
+        yield backend
+
+
+@pytest.fixture(scope="module")
+def seed_backend(seed_index):
+    with WhooshBackend(seed_index) as backend:
+        yield backend
+
+
+def counts(result, facet):
+    return {value.value: value.count for value in result.facets[facet]}
+
+
+def test_filters_are_or_within_a_facet_and_and_across_facets(backend):
+    def total(**filters):
+        return backend.search(SearchRequest(**filters)).total
+
+    assert total(categories=("cs.DC",)) == 2
+    assert total(categories=("cs.DC", "hep-ph")) == 3
+    assert total(categories=("cs.DC",), authors=("Aditya Akella",)) == 1
+    assert total(authors=("Aditya Akella", "C. Balázs")) == 3
+    assert total(years=(2021, 2007)) == 2
+    assert total(year_from=2021, year_to=2022) == 2
+    assert total(year_from=2022) == 2
+    assert total(year_to=2007) == 1
+
+
+def test_filter_values_match_case_and_accent_insensitively(backend):
+    result = backend.search(SearchRequest(authors=("c. balazs",), categories=("HEP-PH",)))
+    assert [hit.record.id for hit in result.hits] == ["0704.0001"]
+
+
+def test_an_unknown_filter_value_matches_nothing(backend):
+    assert backend.search(SearchRequest(authors=("Nobody",))).total == 0
+
+
+def test_facets_count_all_matches_and_mark_selected_values(backend):
+    result = backend.search(SearchRequest(q="learning"))
+    assert counts(result, "category") == {"cs.DC": 1, "cs.LG": 2}
+    assert counts(result, "author")["Shivaram Venkataraman"] == 2
+    selected = backend.search(SearchRequest(q="learning", categories=("cs.DC",)))
+    assert [v for v in selected.facets["category"] if v.selected] == [FacetValue("cs.DC", 1, True)]
+
+
+def test_a_facet_is_counted_without_its_own_filter(backend):
+    result = backend.search(SearchRequest(categories=("cs.NI",)))
+    assert result.total == 1
+    # cs.LG stays selectable although the cs.NI filter excludes its records
+    assert counts(result, "category")["cs.LG"] == 2
+    assert counts(result, "author") == {"Aditya Akella": 1}
+
+
+def test_facet_values_are_top_n_by_count_then_by_value(backend):
+    result = backend.search(SearchRequest(facet_size=3))
+    assert [(v.value, v.count) for v in result.facets["author"]] == [
+        ("Aditya Akella", 2),
+        ("Shivaram Venkataraman", 2),
+        ("Ada Lovelace", 1),
+    ]
+    assert len(result.facets["year"]) == 3
+
+
+def test_only_the_facets_asked_for_are_counted(backend):
+    result = backend.search(SearchRequest(facets=("year",)))
+    assert list(result.facets) == ["year"]
+    assert backend.search(SearchRequest(facets=())).facets == {}
+
+
+def test_seed_category_filter_keeps_other_categories_counted(seed_backend):
+    result = seed_backend.search(SearchRequest(categories=("cs.DC",)))
+    assert counts(result, "category")["cs.LG"] == 11
+
+
+def slow_search(backend, request):
+    """Total and facets by scoring and collecting every hit and counting in plain Python."""
+    with backend._searchers.view() as view:
+        parsed = parse_for(view, request.q, request.fields)
+        results = view.searcher.search(parsed.query, limit=None)
+        records = [from_stored(view.searcher.stored_fields(d)) for d in results.docs()]
+
+    def keep(record, skip=None):
+        if request.year_from is not None and (record.year or 0) < request.year_from:
+            return False
+        if request.year_to is not None and (record.year or 9999) > request.year_to:
+            return False
+        checks = {
+            "author": set(record.authors),
+            "category": set(record.categories),
+            "year": {str(record.year)} if record.year else set(),
+        }
+        return all(
+            checks[facet] & set(request.selected(facet))
+            for facet in checks
+            if facet != skip and request.selected(facet)
+        )
+
+    facets = {}
+    for facet in request.facets:
+        counter: Counter[str] = Counter()
+        for record in records:
+            if keep(record, skip=facet):
+                values = {
+                    "author": record.authors,
+                    "category": record.categories,
+                    "year": (str(record.year),) if record.year else (),
+                }[facet]
+                counter.update(values)
+        ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+        facets[facet] = [(value, count) for value, count in ranked[: request.facet_size]]
+    return sum(keep(record) for record in records), facets
+
+
+@pytest.fixture(scope="module")
+def seed_vocabulary(seed_records):
+    words = Counter(
+        word.lower()
+        for record in seed_records
+        for word in record.title.split()
+        if word.isalpha() and len(word) > 3
+    )
+    return [word for word, _ in words.most_common(40)]
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_facet_counts_equal_a_slow_exact_computation(
+    seed_backend, seed_records, seed_vocabulary, data
+):
+    authors = sorted({a for r in seed_records for a in r.authors})
+    categories = sorted({c for r in seed_records for c in r.categories})
+    years = sorted({r.year for r in seed_records if r.year})
+    words = data.draw(st.lists(st.sampled_from(seed_vocabulary), max_size=3))
+    request = SearchRequest(
+        q=" ".join(words),
+        authors=tuple(data.draw(st.lists(st.sampled_from(authors), max_size=2))),
+        categories=tuple(data.draw(st.lists(st.sampled_from(categories), max_size=2))),
+        years=tuple(data.draw(st.lists(st.sampled_from(years), max_size=2))),
+        year_from=data.draw(st.none() | st.sampled_from(years)),
+        facet_size=100,
+        highlight=False,
+    )
+    result = seed_backend.search(request)
+    total, facets = slow_search(seed_backend, request)
+    assert result.total == total
+    for facet in request.facets:
+        assert [(v.value, v.count) for v in result.facets[facet]] == facets[facet]
+
+
+def test_fixture_facets_equal_the_slow_computation_for_every_single_filter(backend):
+    for record in FIXTURE_RECORDS:
+        for request in (
+            SearchRequest(authors=record.authors[:1]),
+            SearchRequest(q="learning", categories=record.categories[:1]),
+        ):
+            total, facets = slow_search(backend, request)
+            result = backend.search(request)
+            assert result.total == total
+            assert {
+                f: [(v.value, v.count) for v in vs] for f, vs in result.facets.items()
+            } == facets
