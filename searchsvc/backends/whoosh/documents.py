@@ -7,6 +7,9 @@ from typing import Any
 from searchsvc.records import Record
 from searchsvc.texts import title_key
 
+# Separators of the packed facet column; record values never contain control characters.
+_FACET_SEP, _VALUE_SEP = "\x1e", "\x1f"
+
 # Whoosh stores None poorly for some field types; these stored fields may be absent.
 _OPTIONAL = ("url", "doi", "journal_ref", "comments")
 
@@ -25,6 +28,7 @@ def to_document(record: Record) -> dict[str, Any]:
         "authors": list(record.authors),
         "categories": list(record.categories),
         "source": record.source,
+        "facet_values": pack_facets(record),
     }
     if record.year is not None:
         document["year"] = record.year
@@ -49,4 +53,21 @@ def from_stored(stored: dict[str, Any]) -> Record:
         doi=stored.get("doi"),
         journal_ref=stored.get("journal_ref"),
         comments=stored.get("comments"),
+    )
+
+
+def pack_facets(record: Record) -> bytes:
+    """Year, authors and categories of a record as one column value."""
+    year = "" if record.year is None else str(record.year)
+    parts = (year, _VALUE_SEP.join(record.authors), _VALUE_SEP.join(record.categories))
+    return _FACET_SEP.join(parts).encode("utf-8")
+
+
+def unpack_facets(packed: bytes) -> tuple[int | None, tuple[str, ...], tuple[str, ...]]:
+    """Inverse of `pack_facets`: (year, authors, categories)."""
+    year, authors, categories = packed.decode("utf-8").split(_FACET_SEP)
+    return (
+        int(year) if year else None,
+        tuple(authors.split(_VALUE_SEP)) if authors else (),
+        tuple(categories.split(_VALUE_SEP)) if categories else (),
     )

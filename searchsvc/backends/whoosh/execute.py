@@ -1,8 +1,10 @@
 """One search: parse, match, filter, count facets, rank one page, suggest a correction.
 
 Matching and filtering work on boolean document masks over the snapshot's facet arrays, so
-the exact total and the facet counts come from one pass over the matched document numbers
-(no hit is scored for them); Whoosh ranks only the page asked for.
+the exact total and the facet counts come from one pass over the matched document numbers.
+Queries made only of terms (the common case: words, OR/AND, expanded wildcards) are matched and
+BM25F-scored on cached posting arrays (`scoring`), identical to Whoosh's own ranking but without
+one Python call per match; other shapes (phrases, NOT, ranges) fall back to Whoosh.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import numpy as np
 from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.facets import FacetTable, disjunctive_counts
+from searchsvc.backends.whoosh.postings import SnapshotArrays
 from searchsvc.backends.whoosh.queries import ParsedQuery, parse
 from searchsvc.backends.whoosh.results import highlight_terms, hits_for
+from searchsvc.backends.whoosh.scoring import Bm25, extract_terms, score_all, top
 from searchsvc.backends.whoosh.searcher import View
 from searchsvc.backends.whoosh.suggest import did_you_mean
 from searchsvc.query import FACETS, SearchRequest, SearchResult
@@ -26,7 +30,15 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
     searcher, table = view.searcher, view.facets
     parsed = parse_for(view, request.q, request.fields)
 
-    matched = matching_documents(searcher, table, parsed)
+    scores = None
+    terms = None if parsed.match_all else extract_terms(parsed.query)
+    bm25 = Bm25.of(searcher.weighting) if terms is not None else None
+    if bm25 is not None:
+        arrays = view.shared("ranking", lambda s: SnapshotArrays(s.reader()))
+        scored = score_all(arrays, searcher.reader(), terms, bm25)
+        matched, scores = scored.matched, scored.scores
+    else:
+        matched = matching_documents(searcher, table, parsed)
     year_range = table.year_range(request.year_from, request.year_to)
     if year_range is not None:
         matched &= year_range
@@ -47,6 +59,9 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
     start = (request.page - 1) * request.per_page
     if start >= total:
         ranked: list[tuple[int, float | None]] = []
+    elif request.effective_sort == "relevance" and scores is not None:
+        docnums, page_scores = top(scores, selected, request.per_page, start)
+        ranked = list(zip(docnums.tolist(), page_scores.tolist(), strict=True))
     elif request.effective_sort == "relevance" and not parsed.match_all:
         filtered = bool(filters) or year_range is not None
         ranked = _by_relevance(searcher, parsed, selected if filtered else None, start, request)

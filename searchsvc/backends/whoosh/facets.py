@@ -16,12 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 from whoosh.reading import IndexReader
 
+from searchsvc.backends.whoosh.documents import unpack_facets
 from searchsvc.query import FacetValue
 from searchsvc.texts import fold
 
 # Where a facet value may be entered by a word prefix ("venkat" finds "Shivaram Venkataraman").
 _WORD_START = re.compile(r"(?:^|(?<=[\s.\-_']))(?=\w)")
 NO_YEAR = -1
+FACET_COLUMN = "facet_values"
 
 
 @dataclass
@@ -126,14 +128,13 @@ class FacetTable:
         live = np.zeros(doc_count, dtype=bool)
         year = np.full(doc_count, NO_YEAR, dtype=np.int32)
         authors, categories, years = [], [], []
-        # One pass over the stored fields: they hold the exact values, in record order.
-        for docnum, stored in reader.iter_docs():
+        for docnum, (doc_year, doc_authors, doc_categories) in _facet_values(reader):
             live[docnum] = True
-            authors.append((docnum, stored.get("authors") or ()))
-            categories.append((docnum, stored.get("categories") or ()))
-            if stored.get("year") is not None:
-                year[docnum] = stored["year"]
-                years.append((docnum, (str(stored["year"]),)))
+            authors.append((docnum, doc_authors))
+            categories.append((docnum, doc_categories))
+            if doc_year is not None:
+                year[docnum] = doc_year
+                years.append((docnum, (str(doc_year),)))
         # The sortable `title_sort` column holds every document's title key, in doc order.
         title_keys = list(reader.column_reader("title_sort"))
         title_rank = np.empty(doc_count, dtype=np.int32)
@@ -175,6 +176,26 @@ class FacetTable:
         else:
             key = np.where(years == NO_YEAR, np.iinfo(np.int64).max, -years)
         return docnums[np.lexsort((self.title_rank[docnums], key))]
+
+
+def _facet_values(reader: IndexReader):
+    """(docnum, (year, authors, categories)) of every live document, in record order."""
+    if reader.has_column(FACET_COLUMN):
+        # One sequential read of the packed column (schema version 2 and later).
+        packed = reader.column_reader(FACET_COLUMN)
+        for docnum in reader.all_doc_ids():
+            yield docnum, unpack_facets(packed[docnum])
+        return
+    # Indexes built before the column existed: unpickle every document's stored fields.
+    for docnum, stored in reader.iter_docs():
+        yield (
+            docnum,
+            (
+                stored.get("year"),
+                tuple(stored.get("authors") or ()),
+                tuple(stored.get("categories") or ()),
+            ),
+        )
 
 
 def disjunctive_counts(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import Stemmer
-from whoosh import fields
+from whoosh import columns, fields
 from whoosh.analysis import (
     CharsetFilter,
     LowercaseFilter,
@@ -14,7 +14,7 @@ from whoosh.analysis import (
 from whoosh.support.charset import accent_map
 
 # Bump when the schema or analysis changes in a way that needs a rebuild.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _ENGLISH = Stemmer.Stemmer("english")
 
@@ -56,6 +56,10 @@ def build_schema() -> fields.Schema:
         category=fields.KEYWORD(commas=True, lowercase=False, scorable=False),
         year=fields.NUMERIC(int, bits=32, stored=True, sortable=True),
         title_sort=fields.ID(sortable=True),
+        # Every document's facet values packed in one column (see documents.pack_facets): a
+        # searcher loads them for all documents in one read, instead of unpickling each
+        # document's stored fields (seconds at 40k records).
+        facet_values=fields.COLUMN(columns.VarBytesColumn()),
         # Display-only fields.
         authors=fields.STORED(),
         categories=fields.STORED(),
