@@ -1,1 +1,5 @@
 """The Whoosh backend: the only package of searchsvc that imports whoosh."""
+
+from searchsvc.backends.whoosh import patches
+
+patches.apply()

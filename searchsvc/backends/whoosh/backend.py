@@ -15,6 +15,7 @@ from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.backends.whoosh.suggest import autocomplete, facet_values
 from searchsvc.errors import InvalidRequest, RecordNotFound
 from searchsvc.query import (
+    MAX_PER_PAGE,
     AuthorView,
     FacetValue,
     Hit,
@@ -27,7 +28,6 @@ from searchsvc.records import Record
 
 # Key words drawn from a record to find similar ones ("more like this").
 SIMILAR_KEY_TERMS = 10
-MAX_LIMIT = 100
 STATS_TOP = 10
 
 
@@ -117,6 +117,8 @@ class WhooshBackend:
 
 
 def _check_limit(limit: int) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIMIT}", parameter="limit")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PER_PAGE:
+        raise InvalidRequest(
+            f"limit must be an integer from 1 to {MAX_PER_PAGE}", parameter="limit"
+        )
     return limit

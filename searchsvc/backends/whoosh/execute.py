@@ -31,11 +31,11 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
     parsed = parse_for(view, request.q, request.fields)
 
     scores = None
-    terms = None if parsed.match_all else extract_terms(parsed.query)
-    bm25 = Bm25.of(searcher.weighting) if terms is not None else None
+    term_query = None if parsed.match_all else extract_terms(parsed.query)
+    bm25 = Bm25.of(searcher.weighting) if term_query is not None else None
     if bm25 is not None:
         arrays = view.shared("ranking", lambda s: SnapshotArrays(s.reader()))
-        scored = score_all(arrays, searcher.reader(), terms, bm25)
+        scored = score_all(arrays, searcher.reader(), term_query, bm25)
         matched, scores = scored.matched, scored.scores
     else:
         matched = matching_documents(searcher, table, parsed)
@@ -70,14 +70,16 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
         page = table.order(selected, sort)[start : start + request.per_page]
         ranked = [(int(docnum), None) for docnum in page]
 
-    terms = highlight_terms(parsed.query) if request.highlight else None
+    marked = highlight_terms(parsed.query) if request.highlight else None
+    hits = hits_for(searcher, ranked, marked)
+    suggestion = did_you_mean(view, parsed)
     return SearchResult(
         request=request,
         total=total,
-        hits=hits_for(searcher, ranked, terms),
+        hits=hits,
         facets=facets,
         took_ms=(time.perf_counter() - started) * 1000,
-        suggestion=did_you_mean(view, parsed),
+        suggestion=suggestion,
     )
 
 

@@ -180,7 +180,7 @@ class FacetTable:
 
 def _facet_values(reader: IndexReader):
     """(docnum, (year, authors, categories)) of every live document, in record order."""
-    if reader.has_column(FACET_COLUMN):
+    if FACET_COLUMN in reader.schema and reader.has_column(FACET_COLUMN):
         # One sequential read of the packed column (schema version 2 and later).
         packed = reader.column_reader(FACET_COLUMN)
         for docnum in reader.all_doc_ids():
