@@ -1,0 +1,33 @@
+# searchsvc: the search service (gunicorn) and its indexer, in one image.
+#   docker compose up              builds the index from seeds/ (or a mounted corpus), then serves
+#   docker build -t searchsvc .    the image alone
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    SEARCHSVC_INDEX_DIR=/data/index
+
+WORKDIR /app
+# Dependencies and package first: this layer is rebuilt only when they change.
+COPY pyproject.toml README.md ./
+COPY searchsvc ./searchsvc
+RUN pip install .
+COPY wsgi.py ./
+COPY seeds ./seeds
+
+# Run unprivileged; the index volume is created owned by this user.
+RUN useradd --system --uid 10001 --home-dir /app searchsvc \
+    && mkdir -p /data/index \
+    && chown searchsvc /data/index
+USER searchsvc
+VOLUME ["/data/index"]
+EXPOSE 8000
+
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)"]
+
+# The same commands as `make index` and `make run` (tests/test_deploy_files.py checks this).
+# Indexer: searchsvc index seeds/ --index-dir /data/index
+CMD ["gunicorn", "--config", "searchsvc/gunicorn_conf.py", "--bind", "0.0.0.0:8000", "wsgi:app"]

@@ -1,0 +1,31 @@
+"""The HTTP API: the read endpoints under /api/v1, operations endpoints, their OpenAPI document."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from searchsvc import __version__
+from searchsvc.api import docs, errors, http, metrics, ops, views
+
+API_PREFIX = "/api/v1"
+DESCRIPTION = (
+    "Full-text search over scholarly publication records: ranked, filtered, faceted and "
+    "highlighted search, records, similar records, suggestions, facet values, author views."
+)
+
+
+def init_app(app: Flask) -> None:
+    """Register the API, its OpenAPI document (/api/v1/openapi.json) and docs page."""
+    app.config.setdefault("API_VERSION", __version__)
+    app.config.setdefault("OPENAPI_VERSION", "3.0.3")
+    app.config.setdefault("OPENAPI_URL_PREFIX", API_PREFIX)
+    app.config.setdefault("OPENAPI_JSON_PATH", "openapi.json")
+    app.config.setdefault("API_SPEC_OPTIONS", {"info": {"description": DESCRIPTION}})
+    metrics.init_app(app)
+    http.init_app(app)
+    api = errors.SearchApi(app)
+    app.extensions["searchsvc.api"] = api
+    errors.init_app(app)
+    api.register_blueprint(views.blp)
+    api.register_blueprint(ops.blp)
+    docs.init_app(app)

@@ -1,0 +1,117 @@
+"""HTTP manners of the service: size limits, ETag/Cache-Control, CORS and gzip.
+
+ETags are keyed to the index version (plus the package version), so a client or cache
+revalidating an unchanged index gets a 304 without the search being run again, and a rebuilt
+index changes every ETag at once.
+"""
+
+from __future__ import annotations
+
+import gzip
+
+from flask import Flask, Response, current_app, g, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from searchsvc import __version__
+from searchsvc.errors import SearchsvcError
+from searchsvc.service import get_service
+
+COMPRESSIBLE = frozenset(
+    ("application/json", "text/html", "text/plain", "text/css", "text/javascript")
+)
+CORS_METHODS = "GET, HEAD, OPTIONS"
+CORS_HEADERS = "Accept, Accept-Language, Content-Language, Content-Type, If-None-Match"
+CORS_MAX_AGE = 3600
+
+
+def refuse_oversized_requests() -> None:
+    """413 for a body over MAX_CONTENT_LENGTH or a query string over MAX_QUERY_STRING_LENGTH."""
+    config = current_app.config
+    # GET views never read the body, so Flask alone would not notice an oversized one.
+    if request.content_length and request.content_length > config["MAX_CONTENT_LENGTH"]:
+        raise RequestEntityTooLarge(f"request body over {config['MAX_CONTENT_LENGTH']} bytes")
+    if len(request.query_string) > config["MAX_QUERY_STRING_LENGTH"]:
+        raise RequestEntityTooLarge(f"query string over {config['MAX_QUERY_STRING_LENGTH']} bytes")
+
+
+def answer_if_not_modified() -> Response | None:
+    """Before an API view: 304 when the client's ETag matches the live index version."""
+    if request.method not in ("GET", "HEAD"):
+        return None
+    try:
+        index_version = get_service().version()
+    except SearchsvcError:
+        return None  # the view reports the failure in its own words
+    g.etag = f"{__version__}-{index_version}"
+    if request.if_none_match.contains_weak(g.etag):
+        response = Response(status=304)
+        _set_caching(response)
+        return response
+    return None
+
+
+def _set_caching(response: Response) -> None:
+    response.set_etag(g.etag, weak=True)
+    max_age = current_app.config["CACHE_MAX_AGE"]
+    response.headers["Cache-Control"] = (
+        f"public, max-age={max_age}" if max_age > 0 else "public, no-cache"
+    )
+
+
+def add_caching_headers(response: Response) -> Response:
+    """After an API view: ETag and Cache-Control on successful responses."""
+    if response.status_code == 200 and "etag" in g:
+        _set_caching(response)
+    return response
+
+
+def add_cors_headers(response: Response) -> Response:
+    """Let the configured origins read the API from browsers (none by default)."""
+    allowed = current_app.config["CORS_ORIGINS"]
+    if not allowed or not request.path.startswith("/api/"):
+        return response
+    if "*" in allowed:
+        response.headers["Access-Control-Allow-Origin"] = "*"
+    else:
+        # The answer depends on the Origin header, so caches must keep one copy per origin.
+        response.vary.add("Origin")
+        origin = request.headers.get("Origin")
+        if origin not in allowed:
+            return response
+        response.headers["Access-Control-Allow-Origin"] = origin
+    response.headers["Access-Control-Expose-Headers"] = "ETag"
+    if request.method == "OPTIONS":
+        response.headers["Access-Control-Allow-Methods"] = CORS_METHODS
+        response.headers["Access-Control-Allow-Headers"] = CORS_HEADERS
+        response.headers["Access-Control-Max-Age"] = str(CORS_MAX_AGE)
+    return response
+
+
+def compress(response: Response) -> Response:
+    """gzip large text responses for clients that accept it."""
+    if (
+        response.direct_passthrough
+        or response.is_streamed
+        or response.mimetype not in COMPRESSIBLE
+        or "Content-Encoding" in response.headers
+        or response.status_code < 200
+        or response.status_code in (204, 304)
+    ):
+        return response
+    data = response.get_data()
+    if len(data) < current_app.config["GZIP_MIN_SIZE"]:
+        return response
+    response.vary.add("Accept-Encoding")
+    if request.accept_encodings["gzip"] <= 0:
+        return response
+    response.set_data(gzip.compress(data, current_app.config["GZIP_LEVEL"], mtime=0))
+    response.headers["Content-Encoding"] = "gzip"
+    return response
+
+
+def init_app(app: Flask) -> None:
+    """Limits, CORS and gzip for the whole app (conditional GET is per API blueprint)."""
+    app.before_request(refuse_oversized_requests)
+    # after_request functions run in reverse order: CORS headers first, gzip last.
+    app.after_request(compress)
+    app.after_request(add_cors_headers)

@@ -1,0 +1,98 @@
+"""Prometheus metrics: requests and latency by endpoint and status, index size and documents.
+
+Under gunicorn each worker is a process: with PROMETHEUS_MULTIPROC_DIR set (the gunicorn config
+sets it) every worker writes its samples there and /metrics merges them all.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from flask import Flask, Response, g, request
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+from searchsvc.errors import SearchsvcError
+from searchsvc.service import get_service
+
+# Module level: the registry is per process, whatever the number of apps created in it.
+REQUESTS = Counter(
+    "searchsvc_http_requests_total",
+    "HTTP requests answered, by endpoint (URL rule), method and status.",
+    ["endpoint", "method", "status"],
+)
+LATENCY = Histogram(
+    "searchsvc_http_request_duration_seconds",
+    "Time to answer an HTTP request, by endpoint (URL rule) and status.",
+    ["endpoint", "status"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+INDEX_SIZE = Gauge(
+    "searchsvc_index_size_bytes",
+    "Size on disk of the live index generation.",
+    multiprocess_mode="mostrecent",
+)
+INDEX_DOCUMENTS = Gauge(
+    "searchsvc_index_documents",
+    "Records in the live index.",
+    multiprocess_mode="mostrecent",
+)
+UNMATCHED = "<unmatched>"
+
+
+def start_timer() -> None:
+    g.request_started = time.perf_counter()
+
+
+def record_request(response: Response) -> Response:
+    # The URL rule, not the path: label values must stay few whatever clients request.
+    endpoint = request.url_rule.rule if request.url_rule else UNMATCHED
+    status = str(response.status_code)
+    elapsed = time.perf_counter() - g.get("request_started", time.perf_counter())
+    REQUESTS.labels(endpoint, request.method, status).inc()
+    LATENCY.labels(endpoint, status).observe(elapsed)
+    # Server-Timing: what the app spent, and of that what the search engine spent (search only).
+    timings = [f"app;dur={elapsed * 1000:.2f}"]
+    if "search_ms" in g:
+        timings.append(f"search;dur={g.search_ms:.2f}")
+    response.headers["Server-Timing"] = ", ".join(timings)
+    return response
+
+
+def registry() -> CollectorRegistry:
+    """The registry to expose: every worker's samples under gunicorn, else this process's."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged)
+        return merged
+    return REGISTRY
+
+
+def metrics_response() -> Response:
+    """The Prometheus text exposition of every metric."""
+    try:
+        stats = get_service().stats()
+    except SearchsvcError:
+        pass  # the index is not there (yet): the request metrics are still worth exposing
+    else:
+        INDEX_SIZE.set(stats.size_bytes)
+        INDEX_DOCUMENTS.set(stats.documents)
+    response = Response(generate_latest(registry()), mimetype="text/plain")
+    response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def init_app(app: Flask) -> None:
+    # Registered first, so its after_request runs last and times everything else.
+    app.before_request(start_timer)
+    app.after_request(record_request)

@@ -1,0 +1,152 @@
+"""Marshmallow schemas of the responses: one per view, plus the one error shape.
+
+They dump the `to_dict()` shapes of `searchsvc.query`; the OpenAPI document is generated from
+them, so it describes exactly what the views return.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, fields, validate
+
+from searchsvc.query import FACETS, SORTS
+
+
+def _strings(**kwargs: Any) -> fields.List:
+    return fields.List(fields.String(), required=True, **kwargs)
+
+
+class RecordSchema(Schema):
+    """A publication record."""
+
+    id = fields.String(required=True)
+    title = fields.String(required=True)
+    abstract = fields.String(required=True)
+    authors = _strings()
+    year = fields.Integer(required=True, allow_none=True)
+    categories = _strings(metadata={"description": "The first is the primary category."})
+    source = fields.String(required=True)
+    url = fields.String(required=True, allow_none=True)
+    doi = fields.String(required=True, allow_none=True)
+    journal_ref = fields.String(required=True, allow_none=True)
+    comments = fields.String(required=True, allow_none=True)
+
+
+class HitSchema(RecordSchema):
+    """A matching record with its score and highlighted fields (HTML with <mark>)."""
+
+    score = fields.Float(required=True, allow_none=True)
+    highlights = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
+
+
+class FacetValueSchema(Schema):
+    value = fields.String(required=True)
+    count = fields.Integer(required=True)
+    selected = fields.Boolean(required=True)
+
+
+def _facet_values(**kwargs: Any) -> fields.List:
+    return fields.List(fields.Nested(FacetValueSchema), required=True, **kwargs)
+
+
+def _facet_table(**kwargs: Any) -> fields.Dict:
+    return fields.Dict(keys=fields.String(), values=_facet_values(), required=True, **kwargs)
+
+
+class UnderstoodQuerySchema(Schema):
+    """The search request as the service understood it (defaults filled in)."""
+
+    q = fields.String(required=True)
+    author = _strings()
+    category = _strings()
+    year = fields.List(fields.Integer(), required=True)
+    year_from = fields.Integer(required=True, allow_none=True)
+    year_to = fields.Integer(required=True, allow_none=True)
+    sort = fields.String(required=True, validate=validate.OneOf(SORTS))
+    page = fields.Integer(required=True)
+    per_page = fields.Integer(required=True)
+    facets = _strings()
+    facet_size = fields.Integer(required=True)
+    highlight = fields.Boolean(required=True)
+    search_fields = _strings(data_key="fields", attribute="fields")
+
+
+class SearchResultSchema(Schema):
+    query = fields.Nested(UnderstoodQuerySchema, required=True)
+    total = fields.Integer(required=True, metadata={"description": "Exact number of matches."})
+    page = fields.Integer(required=True)
+    per_page = fields.Integer(required=True)
+    pages = fields.Integer(required=True)
+    took_ms = fields.Float(required=True)
+    hits = fields.List(fields.Nested(HitSchema), required=True)
+    facets = _facet_table(metadata={"description": "Counts over all matches, per facet."})
+    suggestion = fields.String(
+        required=True, allow_none=True, metadata={"description": "A spelling correction of q."}
+    )
+
+
+class SimilarSchema(Schema):
+    id = fields.String(required=True, metadata={"description": "The record compared against."})
+    hits = fields.List(fields.Nested(HitSchema), required=True)
+
+
+class SuggestionsSchema(Schema):
+    prefix = fields.String(required=True)
+    titles = _strings()
+    authors = _strings()
+
+
+class FacetValuesSchema(Schema):
+    facet = fields.String(required=True, validate=validate.OneOf(FACETS))
+    prefix = fields.String(required=True)
+    values = _facet_values()
+
+
+class AuthorViewSchema(Schema):
+    name = fields.String(required=True)
+    total = fields.Integer(required=True)
+    page = fields.Integer(required=True)
+    per_page = fields.Integer(required=True)
+    pages = fields.Integer(required=True)
+    records = fields.List(fields.Nested(RecordSchema), required=True)
+    years = _facet_values()
+    categories = _facet_values()
+    coauthors = _facet_values()
+
+
+class StatsSchema(Schema):
+    documents = fields.Integer(required=True)
+    facets = _facet_table(metadata={"description": "The most frequent values of each facet."})
+    cardinalities = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    built_at = fields.String(
+        required=True, allow_none=True, metadata={"description": "ISO 8601 build time."}
+    )
+    version = fields.String(required=True)
+    index_dir = fields.String(required=True)
+    size_bytes = fields.Integer(required=True)
+
+
+class HealthSchema(Schema):
+    status = fields.String(required=True)
+
+
+class ReadinessSchema(Schema):
+    status = fields.String(required=True)
+    documents = fields.Integer(required=True)
+    version = fields.String(required=True)
+
+
+class ErrorBodySchema(Schema):
+    status = fields.Integer(required=True, metadata={"description": "The HTTP status."})
+    code = fields.String(
+        required=True, metadata={"description": "invalid_parameter, invalid_query, not_found…"}
+    )
+    message = fields.String(required=True)
+    details = fields.Dict(required=True, metadata={"description": "What and where, by code."})
+
+
+class ErrorSchema(Schema):
+    """The one shape of every error response."""
+
+    error = fields.Nested(ErrorBodySchema, required=True)

@@ -1,0 +1,123 @@
+"""The read API under /api/v1: each view turns validated arguments into one service call.
+
+Views answer `jsonify(x.to_dict())`: the domain's `to_dict()` already has exactly the shape the
+view's response schema documents (the OpenAPI tests check every generated response against it),
+and flask-smorest passes a Response through, where dumping the dict again with marshmallow would
+add about a millisecond to each search.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from flask import Response, g, jsonify
+from flask_smorest import Blueprint
+from webargs.flaskparser import FlaskParser
+
+from searchsvc.api import arguments, http, schemas
+from searchsvc.query import FACETS, SearchRequest
+from searchsvc.service import get_service
+
+
+class QueryParser(FlaskParser):
+    # A bad parameter is a bad request (400), not webargs' default 422.
+    DEFAULT_VALIDATION_STATUS = 400
+
+
+class ApiBlueprint(Blueprint):
+    ARGUMENTS_PARSER = QueryParser()
+
+
+blp = ApiBlueprint(
+    "api",
+    __name__,
+    url_prefix="/api/v1",
+    description="Search, records, suggestions, facets, authors and index statistics.",
+)
+blp.before_request(http.answer_if_not_modified)
+blp.after_request(http.add_caching_headers)
+
+# Record ids may hold slashes (old arXiv ids such as hep-th/9901001), hence `path`.
+RECORD = "/records/<path:record_id>"
+FACET = f"/facets/<any({', '.join(FACETS)}):facet>"
+ERRORS = {404: "NOT_FOUND", 503: "SERVICE_UNAVAILABLE"}
+
+
+def _responses(*statuses: int):
+    """Document the error responses a view can give (all in the one error shape)."""
+
+    def decorate(view):
+        for status in statuses:
+            view = blp.alt_response(status, response=ERRORS[status])(view)
+        return view
+
+    return decorate
+
+
+# Argument schemas are passed as instances: from a class, webargs would build one per request.
+@blp.route("/search")
+@blp.arguments(arguments.SearchArgsSchema(), location="query")
+@blp.response(200, schemas.SearchResultSchema)
+@_responses(503)
+def search(request: SearchRequest) -> Response:
+    """Search records: ranked hits, exact total, facet counts, highlights."""
+    started = time.perf_counter()
+    result = get_service().search_request(request)
+    # Reported in the Server-Timing header: engine time apart from the HTTP layer's own.
+    g.search_ms = (time.perf_counter() - started) * 1000
+    return jsonify(result.to_dict())
+
+
+@blp.route(RECORD)
+@blp.response(200, schemas.RecordSchema)
+@_responses(404, 503)
+def record(record_id: str) -> Response:
+    """One record by id."""
+    return jsonify(get_service().get(record_id).to_dict())
+
+
+@blp.route(f"{RECORD}/similar")
+@blp.arguments(arguments.LimitArgsSchema(), location="query")
+@blp.response(200, schemas.SimilarSchema)
+@_responses(404, 503)
+def similar(args: dict[str, Any], record_id: str) -> Response:
+    """Records similar to one record (more like this)."""
+    hits = get_service().similar(record_id, args["limit"])
+    return jsonify({"id": record_id, "hits": [hit.to_dict() for hit in hits]})
+
+
+@blp.route("/suggest")
+@blp.arguments(arguments.SuggestArgsSchema(), location="query")
+@blp.response(200, schemas.SuggestionsSchema)
+@_responses(503)
+def suggest(args: dict[str, Any]) -> Response:
+    """Autocomplete: titles and author names for a prefix."""
+    return jsonify(get_service().suggest(args["q"], args["limit"]).to_dict())
+
+
+@blp.route(FACET)
+@blp.arguments(arguments.FacetArgsSchema(), location="query")
+@blp.response(200, schemas.FacetValuesSchema)
+@_responses(503)
+def facet_values(args: dict[str, Any], facet: str) -> Response:
+    """The most frequent values of a facet (author, year, category), with counts."""
+    values = get_service().facet_values(facet, args["q"], args["limit"])
+    return jsonify({"facet": facet, "prefix": args["q"], "values": [v.to_dict() for v in values]})
+
+
+@blp.route("/authors/<path:name>")
+@blp.arguments(arguments.AuthorArgsSchema(), location="query")
+@blp.response(200, schemas.AuthorViewSchema)
+@_responses(404, 503)
+def author(args: dict[str, Any], name: str) -> Response:
+    """An author's records (newest first), counts per year and category, coauthors."""
+    return jsonify(get_service().author(name, args["page"], args["per_page"]).to_dict())
+
+
+@blp.route("/stats")
+@blp.response(200, schemas.StatsSchema)
+@_responses(503)
+def stats() -> Response:
+    """Document count, facet cardinalities, index build time and version."""
+    return jsonify(get_service().stats().to_dict())

@@ -1,0 +1,38 @@
+"""The Flask application factory: `create_app(config=None)`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask
+
+from searchsvc import api, service
+from searchsvc import config as settings
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """The search service: API, operations endpoints and (when installed) the web page.
+
+    Settings come from `searchsvc.config.DEFAULTS`, then `SEARCHSVC_*` environment variables,
+    then `config` (tests pass e.g. `{"INDEX_DIR": tmp_path, "TESTING": True}`).
+    """
+    app = Flask(__name__)
+    app.config.from_mapping(settings.load(config))
+    # Keep keys in the documented order (records, facets, the understood query).
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    service.init_app(app)
+    api.init_app(app)
+    _init_web(app)
+    return app
+
+
+def _init_web(app: Flask) -> None:
+    """Register the HTML search page when its package is installed."""
+    try:
+        from searchsvc.web import init_app as init_web
+    except ModuleNotFoundError as exc:
+        if exc.name != "searchsvc.web":
+            raise
+        return
+    init_web(app)

@@ -1,0 +1,89 @@
+"""Gunicorn settings: `gunicorn --config searchsvc/gunicorn_conf.py --bind HOST:PORT wsgi:app`.
+
+Environment: SEARCHSVC_WORKERS (default: the CPUs this process may use), SEARCHSVC_THREADS
+(default 1), SEARCHSVC_TIMEOUT (seconds, default 30), SEARCHSVC_ACCESS_LOG (default "-",
+stdout; empty to turn it off), PROMETHEUS_MULTIPROC_DIR (default: a fresh temporary directory).
+Each worker opens the index itself on its first request and follows rebuilds on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def _int_from_env(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value else default
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+# Searching is CPU-bound Python: one single-threaded worker per CPU keeps every core busy
+# without workers fighting over the GIL; more concurrent clients wait in the listen backlog.
+workers = _int_from_env("SEARCHSVC_WORKERS", _usable_cpus())
+threads = _int_from_env("SEARCHSVC_THREADS", 1)
+timeout = _int_from_env("SEARCHSVC_TIMEOUT", 30)
+graceful_timeout = 30
+keepalive = 5
+backlog = 2048
+# The app answers over-long query strings with its own JSON 413; gunicorn's default limit
+# (4094 bytes) would cut a 10,000-character query short with a plain-text 400.
+limit_request_line = 0
+accesslog = os.environ.get("SEARCHSVC_ACCESS_LOG", "-") or None
+errorlog = "-"
+# %(L)s: request time in seconds, for reading latency straight off the log.
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(L)ss "%(a)s"'
+# No `gunicornc` control socket: its default path is shared by every gunicorn of the user.
+control_socket_disable = True
+# The worker heartbeat file on tmpfs when there is one (Docker's /tmp may be an overlay disk).
+if Path("/dev/shm").is_dir():
+    worker_tmp_dir = "/dev/shm"
+
+# Prometheus metrics from every worker: each writes its samples to files in this directory and
+# /metrics merges them. It must be in the environment before a worker imports prometheus_client.
+_created_metrics_dir = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+if _created_metrics_dir:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="searchsvc-metrics-")
+METRICS_DIR = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+
+
+def on_starting(server) -> None:
+    """Start from empty metrics: files left by an earlier run would be counted again."""
+    METRICS_DIR.mkdir(parents=True, exist_ok=True)
+    for stale in METRICS_DIR.glob("*.db"):
+        stale.unlink()
+
+
+def post_worker_init(worker) -> None:
+    """Open the index and fill its caches before the worker takes its first request."""
+    from searchsvc.errors import SearchsvcError
+    from searchsvc.service import get_service
+
+    app = getattr(worker, "wsgi", None)
+    if not hasattr(app, "app_context"):
+        return
+    try:
+        with app.app_context():
+            get_service().warm_up()
+    except SearchsvcError as exc:
+        worker.log.warning("index not warmed up: %s", exc.message)
+
+
+def child_exit(server, worker) -> None:
+    """Drop the live-gauge samples of a worker that exited (counters stay counted)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server) -> None:
+    if _created_metrics_dir:
+        shutil.rmtree(METRICS_DIR, ignore_errors=True)

@@ -1,0 +1,40 @@
+"""create_app's settings: defaults, then SEARCHSVC_* environment variables, then the argument."""
+
+from __future__ import annotations
+
+import pytest
+
+from searchsvc import config
+from searchsvc.app import create_app
+
+
+def test_defaults():
+    settings = config.load({}, environ={})
+    assert settings["INDEX_DIR"] == "index"
+    assert settings["CORS_ORIGINS"] == ()
+    assert settings["MAX_CONTENT_LENGTH"] == 64 * 1024
+
+
+def test_environment_overrides_defaults_and_the_argument_overrides_both():
+    environ = {
+        "SEARCHSVC_INDEX_DIR": "/srv/index",
+        "SEARCHSVC_CORS_ORIGINS": "https://a.example,https://b.example",
+        "SEARCHSVC_MAX_CONTENT_LENGTH": "1024",
+        "UNRELATED": "x",
+    }
+    settings = config.load({"MAX_CONTENT_LENGTH": 2048}, environ=environ)
+    assert settings["INDEX_DIR"] == "/srv/index"
+    assert settings["CORS_ORIGINS"] == ("https://a.example", "https://b.example")
+    assert settings["MAX_CONTENT_LENGTH"] == 2048
+
+
+def test_a_bad_environment_value_names_the_variable():
+    with pytest.raises(ValueError, match="SEARCHSVC_CACHE_MAX_AGE"):
+        config.load(environ={"SEARCHSVC_CACHE_MAX_AGE": "soon"})
+
+
+def test_create_app_reads_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("SEARCHSVC_INDEX_DIR", str(tmp_path))
+    app = create_app()
+    assert app.config["INDEX_DIR"] == str(tmp_path)
+    assert create_app({"INDEX_DIR": tmp_path / "x"}).config["INDEX_DIR"] == str(tmp_path / "x")

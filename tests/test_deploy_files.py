@@ -1,0 +1,146 @@
+"""docker-compose.yml and the Dockerfile parse, refer to what exists, run the Makefile commands."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "Dockerfile"
+# What the serving and indexing commands are, whatever the address and paths they are given.
+SERVE = ["gunicorn", "--config", "searchsvc/gunicorn_conf.py", "--bind", "*", "wsgi:app"]
+INDEX = ["searchsvc", "index", "*", "--index-dir", "*"]
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def matches(command: list[str], pattern: list[str]) -> bool:
+    return len(command) == len(pattern) and all(
+        p == "*" or c == p for c, p in zip(command, pattern, strict=True)
+    )
+
+
+def makefile_commands() -> list[list[str]]:
+    """The Makefile's shell commands, continuation lines joined, `$(BIN)/` dropped."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    commands = []
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            words = shlex.split(line.replace("$(BIN)/", ""))
+            # Drop leading VAR=value assignments.
+            while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+                words.pop(0)
+            commands.append(words)
+    return commands
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    instructions = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            instructions.append((keyword.upper(), rest.strip()))
+    return instructions
+
+
+def test_compose_has_an_indexer_and_a_web_service_sharing_the_index(compose):
+    services = compose["services"]
+    assert set(services) == {"indexer", "web"}
+    indexer, web = services["indexer"], services["web"]
+    assert matches(indexer["command"], INDEX)
+    assert matches(web["command"], SERVE)
+    assert web["depends_on"]["indexer"]["condition"] == "service_completed_successfully"
+    index_volume = indexer["command"][indexer["command"].index("--index-dir") + 1]
+    assert f"index:{index_volume}" in indexer["volumes"]
+    assert f"index:{index_volume}:ro" in web["volumes"]
+    assert web["environment"]["SEARCHSVC_INDEX_DIR"] == index_volume
+    assert "index" in compose["volumes"]
+
+
+def test_compose_web_healthcheck_probes_readiness(compose):
+    test = " ".join(compose["services"]["web"]["healthcheck"]["test"])
+    assert "/readyz" in test
+
+
+def test_compose_refers_to_files_that_exist(compose):
+    for service in compose["services"].values():
+        if "build" in service:
+            context = ROOT / service["build"]
+            assert (context / "Dockerfile").is_file()
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            # ${VAR:-default}: the default must exist.
+            source = re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", source)
+            if source.startswith((".", "/")):
+                assert (ROOT / source).exists(), source
+    serve = compose["services"]["web"]["command"]
+    assert (ROOT / serve[serve.index("--config") + 1]).is_file()
+
+
+def test_dockerfile_copies_files_that_exist():
+    for keyword, rest in dockerfile_instructions():
+        if keyword == "COPY":
+            *sources, _ = rest.split()
+            for source in sources:
+                assert (ROOT / source).exists(), source
+
+
+def test_dockerfile_serves_with_the_makefile_command():
+    commands = [rest for keyword, rest in dockerfile_instructions() if keyword == "CMD"]
+    assert len(commands) == 1
+    command = json.loads(commands[0])
+    assert matches(command, SERVE)
+    in_makefile = [c for c in makefile_commands() if c and c[0] == "gunicorn"]
+    assert in_makefile, "the Makefile has no gunicorn command"
+    assert all(matches(c, SERVE) for c in in_makefile)
+    assert all(c[:-2] == command[:-2] for c in in_makefile)  # all but the bind address
+
+
+def test_indexer_runs_the_makefile_index_command(compose):
+    in_makefile = [c for c in makefile_commands() if c[:2] == ["searchsvc", "index"]]
+    assert in_makefile and all(matches(c, INDEX) for c in in_makefile)
+    assert compose["services"]["indexer"]["command"][:2] == in_makefile[0][:2]
+    assert "searchsvc index seeds/ --index-dir /data/index" in DOCKERFILE.read_text()
+
+
+def test_readme_gunicorn_commands_are_the_dockerfile_ones():
+    readme = (ROOT / "README.md").read_text()
+    for line in readme.splitlines():
+        words = shlex.split(line.strip().strip("`")) if "gunicorn --config" in line else []
+        while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+            words.pop(0)
+        if words:
+            words[0] = Path(words[0]).name  # .venv/bin/gunicorn
+            assert matches(words, SERVE), line
+
+
+def test_docker_compose_config_accepts_the_file():
+    for command in (["docker", "compose"], ["docker-compose"]):
+        if shutil.which(command[0]) is None:
+            continue
+        probe = subprocess.run([*command, "version"], capture_output=True, timeout=30)
+        if probe.returncode != 0:
+            continue
+        result = subprocess.run(
+            [*command, "-f", str(COMPOSE), "config", "--quiet"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
+        assert result.returncode == 0, result.stderr
+        return
+    pytest.skip("neither `docker compose` nor `docker-compose` is installed")

@@ -1,0 +1,150 @@
+"""Real gunicorn (the Makefile's command) on a free port over a temp index, queried over HTTP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.support import FIXTURE_RECORDS, build_index
+
+ROOT = Path(__file__).resolve().parent.parent
+GUNICORN = Path(sys.executable).with_name("gunicorn")
+NEW_RECORD = replace(
+    FIXTURE_RECORDS[0], id="2409.00042", title="Zeppelin Routing for Rebuilt Indexes"
+)
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class LiveServer:
+    base_url: str
+    index_dir: Path
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(condition, seconds: float = 15.0, interval: float = 0.1):
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            result = condition()
+        except requests.RequestException:
+            result = None
+        if result or time.monotonic() > deadline:
+            return result
+        time.sleep(interval)
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory) -> Iterator[LiveServer]:
+    """gunicorn with gunicorn_conf.py and two workers, serving a temp index of the fixtures."""
+    root = tmp_path_factory.mktemp("live")
+    index_dir = build_index(root / "index").root
+    port = free_port()
+    log = root / "gunicorn.log"
+    env = {
+        **os.environ,
+        "SEARCHSVC_INDEX_DIR": str(index_dir),
+        "SEARCHSVC_WORKERS": "2",
+        "PROMETHEUS_MULTIPROC_DIR": str(root / "metrics"),
+    }
+    command = [str(GUNICORN), "--config", "searchsvc/gunicorn_conf.py"]
+    command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
+        )
+    server = LiveServer(f"http://127.0.0.1:{port}", index_dir, log)
+    try:
+        up = wait_until(lambda: requests.get(f"{server.base_url}/readyz", timeout=2).ok)
+        assert up, log.read_text()
+        yield server
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_gunicorn_serves_search_over_http(live_server):
+    response = requests.get(
+        f"{live_server.base_url}/api/v1/search",
+        params={"q": "learning", "facets": "author,year"},
+        headers={"Accept-Encoding": "gzip"},
+        timeout=5,
+    )
+    assert response.status_code == 200
+    assert response.headers["Content-Encoding"] == "gzip"
+    body = response.json()
+    assert body["total"] == 2 and set(body["facets"]) == {"author", "year"}
+
+
+def test_gunicorn_answers_errors_in_json(live_server):
+    response = requests.delete(f"{live_server.base_url}/api/v1/search", timeout=5)
+    assert response.status_code == 405 and response.json()["error"]["code"] == "method_not_allowed"
+    # A 10,000-character query gets through gunicorn to the app (its default line limit is 4 KB)
+    long_query = requests.get(
+        f"{live_server.base_url}/api/v1/search", params={"q": "a " * 5000}, timeout=10
+    )
+    assert long_query.status_code in (200, 400)
+    assert "error" not in long_query.json() or long_query.json()["error"]["code"] == "invalid_query"
+    too_long = requests.get(f"{live_server.base_url}/api/v1/search?q={'a' * 70_000}", timeout=5)
+    assert too_long.status_code == 413
+    assert too_long.json()["error"]["code"] == "request_entity_too_large"
+
+
+def test_workers_pick_up_an_index_rebuilt_while_running(live_server):
+    url = f"{live_server.base_url}/api/v1/search"
+    before = requests.get(url, params={"q": "zeppelin"}, timeout=5)
+    assert before.json()["total"] == 0
+    build_index(live_server.index_dir, (*FIXTURE_RECORDS, NEW_RECORD))
+
+    def every_worker_sees_it() -> bool:
+        # Several requests in a row: they land on both workers.
+        return all(
+            requests.get(url, params={"q": "zeppelin"}, timeout=5).json()["total"] == 1
+            for _ in range(6)
+        )
+
+    assert wait_until(every_worker_sees_it, seconds=10)
+    after = requests.get(url, params={"q": "zeppelin"}, timeout=5)
+    assert after.json()["hits"][0]["id"] == NEW_RECORD.id
+    assert after.headers["ETag"] != before.headers["ETag"]
+    record = requests.get(f"{live_server.base_url}/api/v1/records/{NEW_RECORD.id}", timeout=5)
+    assert record.json()["title"] == NEW_RECORD.title
+
+
+def test_metrics_add_up_the_requests_of_every_worker(live_server):
+    for _ in range(20):
+        requests.get(f"{live_server.base_url}/healthz", timeout=5)
+    text = requests.get(f"{live_server.base_url}/metrics", timeout=5).text
+    counted = sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith('searchsvc_http_requests_total{endpoint="/healthz"')
+    )
+    assert counted >= 20
+    assert "searchsvc_index_size_bytes" in text
+
+
+def test_access_log_records_requests_with_their_duration(live_server):
+    requests.get(f"{live_server.base_url}/api/v1/stats", timeout=5)
+    assert wait_until(lambda: "GET /api/v1/stats" in live_server.log.read_text(), seconds=5)
