@@ -1,0 +1,68 @@
+"""BibTeX export of a Record: one `@article` (with a journal reference) or `@misc` entry."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from searchsvc.records import Record, is_arxiv_id
+
+# Characters with a meaning in BibTeX/LaTeX, written so that they print as themselves.
+_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "%": r"\%",
+    "&": r"\&",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+_SPECIAL = re.compile("|".join(re.escape(ch) for ch in _ESCAPES))
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9]+")
+
+
+def escape(text: str) -> str:
+    return _SPECIAL.sub(lambda m: _ESCAPES[m.group(0)], text)
+
+
+def citation_key(record: Record) -> str:
+    """`surnameYEARfirstword`, ASCII only (BibTeX keys cannot hold most punctuation)."""
+    surname = record.authors[0].split()[-1] if record.authors else "anon"
+    first_word = next((w for w in record.title.split() if len(w) > 3), "paper")
+    key = f"{_ascii(surname).lower()}{record.year or ''}{_ascii(first_word).lower()}"
+    return key or _ascii(record.id) or "record"
+
+
+def _ascii(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return _KEY_UNSAFE.sub("", decomposed.encode("ascii", "ignore").decode())
+
+
+def to_bibtex(record: Record) -> str:
+    """The record as one BibTeX entry (UTF-8 text; biber and modern BibTeX read it)."""
+    fields: list[tuple[str, str]] = [
+        # Double braces keep the title's capitalisation (acronyms, names).
+        ("title", "{" + escape(record.title) + "}"),
+        ("author", " and ".join(escape(name) for name in record.authors)),
+        ("year", str(record.year) if record.year else ""),
+    ]
+    if record.journal_ref:
+        fields.append(("journal", escape(record.journal_ref)))
+    if is_arxiv_id(record.id):
+        fields += [("eprint", record.id), ("archivePrefix", "arXiv")]
+        if record.primary_category:
+            fields.append(("primaryClass", escape(record.primary_category)))
+    if record.doi:
+        fields.append(("doi", escape(record.doi)))
+    if record.url:
+        fields.append(("url", record.url.replace("}", "%7D").replace("{", "%7B")))
+    if record.comments:
+        fields.append(("note", escape(record.comments)))
+    if record.abstract:
+        fields.append(("abstract", escape(record.abstract)))
+    kind = "article" if record.journal_ref else "misc"
+    body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields if value)
+    return f"@{kind}{{{citation_key(record)},\n{body}\n}}\n"

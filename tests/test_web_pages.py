@@ -1,0 +1,355 @@
+"""The HTML pages through the test client, on real indexes: content, URL state, errors, escaping."""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import replace
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from searchsvc.app import create_app
+from searchsvc.errors import InvalidRequest
+from searchsvc.records import Record
+from searchsvc.web.bibtex import citation_key, to_bibtex
+from searchsvc.web.params import SearchLinks, parse_search_args
+from tests.support import FIXTURE_RECORDS, HOSTILE_TITLE, build_index
+
+OLD_STYLE_ID = "hep-th/9901001"
+PROLIFIC = "Grace Hopper"  # has enough records in the extra index for two author pages
+
+
+@pytest.fixture(scope="module")
+def seed_client(seed_index):
+    return create_app({"INDEX_DIR": seed_index.root, "TESTING": True}).test_client()
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    """The fixture records, plus an old-style (slashed) id, a `javascript:` URL and a prolific
+    author with 25 records."""
+    extra = [
+        replace(FIXTURE_RECORDS[3], id=OLD_STYLE_ID, title="Old Style Identifier Paper"),
+        Record(
+            id="seed-jsurl0001",
+            title="A record whose source link is a script",
+            authors=("Mallory O'Brien",),
+            year=2019,
+            categories=("cs.CR",),
+            url="javascript:alert(document.domain)",
+        ),
+        *(
+            Record(
+                id=f"hopper-{n:04d}",
+                title=f"Compilers and Programming Note {n}",
+                abstract="About compilers.",
+                authors=(PROLIFIC, "Ada Lovelace") if n % 5 == 0 else (PROLIFIC,),
+                year=1950 + n,
+                categories=("cs.PL",),
+                url=f"https://example.org/hopper/{n}",
+            )
+            for n in range(25)
+        ),
+    ]
+    directory = build_index(tmp_path_factory.mktemp("web-index"), (*FIXTURE_RECORDS, *extra))
+    return create_app({"INDEX_DIR": directory.root, "TESTING": True}).test_client()
+
+
+def page(client, url, status=200):
+    response = client.get(url)
+    text = response.get_data(as_text=True)
+    assert response.status_code == status, text[:2000]
+    assert response.mimetype == "text/html"
+    return text
+
+
+def text_of(markup: str) -> str:
+    """Roughly what a person reads: tags dropped, entities decoded, whitespace collapsed."""
+    markup = re.sub(r"</?mark>", "", markup)  # highlights sit inside words
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", markup))).strip()
+
+
+def checked_values(markup: str, name: str) -> set[str]:
+    boxes = re.findall(rf'<input type="checkbox"[^>]*name="{name}"[^>]*>', markup)
+    return {
+        html.unescape(re.search(r'value="([^"]*)"', box).group(1))
+        for box in boxes
+        if "checked" in box
+    }
+
+
+def hrefs(markup: str) -> list[str]:
+    return [html.unescape(h) for h in re.findall(r'href="([^"]*)"', markup)]
+
+
+# -- the search page -----------------------------------------------------------------------
+
+
+def test_front_page_browses_every_record_newest_first(seed_client):
+    markup = page(seed_client, "/")
+    assert "1–10 of 33 records" in text_of(markup)
+    years = [int(y) for y in re.findall(r'class="hit__year">(\d{4})<', markup)]
+    assert years == sorted(years, reverse=True) and len(years) == 10
+    assert 'role="search"' in markup and '<label class="visually-hidden" for="q">' in markup
+    assert "<details" in markup and "Search syntax help" in markup
+
+
+def test_results_show_highlights_authors_year_categories_and_time(seed_client):
+    markup = page(seed_client, "/?q=scheduling")
+    titles = re.findall(r'class="hit__title"[^>]*><a href="([^"]+)">(.*?)</a>', markup)
+    assert "<mark>Scheduling</mark>" in titles[0][1]
+    assert text_of(titles[0][1]).startswith(("Shockwave", "CASSINI"))
+    assert re.search(r"in [\d.]+ ms", text_of(markup))
+    assert "/authors/Aditya%20Akella" in markup or "/authors/Shivaram%20Venkataraman" in markup
+    assert 'class="tag"' in markup and 'class="hit__year"' in markup
+
+
+def test_ticked_categories_are_checked_counted_and_removable(seed_client):
+    markup = page(seed_client, "/?category=cs.DC&category=cs.LG")
+    assert checked_values(markup, "category") == {"cs.DC", "cs.LG"}
+    # Disjunctive counts: choosing cs.DC does not zero cs.LG.
+    assert re.search(r"cs\.LG</span> <span class=\"facet__count\">.*?11", markup)
+    assert "of 23 records" in text_of(markup)
+    chips = re.findall(r'<a class="chip" href="([^"]+)"', markup)
+    assert sorted(parse_qsl(urlsplit(html.unescape(h)).query) for h in chips) == [
+        [("category", "cs.DC")],
+        [("category", "cs.LG")],
+    ]
+    assert "Clear all filters" in markup
+
+
+def test_every_state_is_in_the_links(seed_client):
+    url = "/?q=learning&category=cs.DC&category=cs.LG&year_from=2021&year_to=2023&sort=newest"
+    markup = page(seed_client, url)
+    assert "1–10 of 12 records for “learning”" in text_of(markup)
+    next_link = html.unescape(re.search(r'<a rel="next" href="([^"]+)"', markup).group(1))
+    assert parse_qsl(urlsplit(next_link).query) == [
+        ("q", "learning"),
+        ("category", "cs.DC"),
+        ("category", "cs.LG"),
+        ("year_from", "2021"),
+        ("year_to", "2023"),
+        ("sort", "newest"),
+        ("page", "2"),
+    ]
+    second = page(seed_client, next_link)
+    assert "11–12 of 12 records" in text_of(second)
+    assert checked_values(second, "category") == {"cs.DC", "cs.LG"}
+    assert 'name="year_from" type="number"' in second and 'value="2021"' in second
+    assert '<option value="newest" selected>' in second
+    assert "Years: 2021–2023" in text_of(second)
+
+
+def test_year_histogram_shows_the_distribution_of_matches(seed_client):
+    markup = page(seed_client, "/")
+    assert "Matches by year" in markup
+    bars = re.findall(r'<span class="year-chart__year[^"]*">(\d{4})</span>', markup)
+    assert bars == ["2019", "2020", "2021", "2022", "2023", "2024"]
+    assert "2023: 10 records" in text_of(markup).replace(" : ", ": ")
+
+
+def test_did_you_mean_links_to_the_corrected_search(seed_client):
+    markup = page(seed_client, "/?q=schedulng")
+    assert re.search(r'Did you mean <a href="/\?q=scheduling">scheduling</a>\?', markup)
+    assert "No records found" in text_of(markup)
+
+
+def test_no_results_page_helps(seed_client):
+    text = text_of(page(seed_client, "/?q=zzzzqqq&category=cs.DC"))
+    assert "Nothing matches “zzzzqqq” with the filters you chose" in text
+    assert "search again without the filters" in text and "browse every record" in text
+
+
+def test_a_page_past_the_end_is_empty_with_links_back(seed_client):
+    markup = page(seed_client, "/?page=99")
+    assert "No records on page 99" in text_of(markup)
+    assert "/?page=4" in markup
+
+
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("page=abc", "The page number must be a whole number"),
+        ("page=0", "The page number must be from 1"),
+        ("year=zzzz", "A year must be a whole number"),
+        ("year=99999", "Years must be from 1000 to 2999"),
+        ("year_from=2025&year_to=2020", "The year range starts after it ends"),
+        ("sort=sideways", "Sort must be one of"),
+        ("q=" + "x" * 10_001, "The search text is too long"),
+        ("q=learning%20year:abc", "not a valid number"),
+    ],
+)
+def test_bad_input_is_a_friendly_400(seed_client, query, message):
+    markup = page(seed_client, f"/?{query}", status=400)
+    assert message in text_of(markup)
+    assert "Traceback" not in markup
+    assert 'role="search"' in markup  # the search box is there to try again
+
+
+def test_unknown_record_and_author_are_404_pages(client):
+    assert "Not found" in text_of(page(client, "/records/9999.99999", status=404))
+    assert "No records are attributed to" in text_of(page(client, "/authors/Nobody", status=404))
+
+
+# -- record pages ----------------------------------------------------------------------------
+
+
+def test_record_page_shows_the_full_record_links_and_exports(client):
+    markup = page(client, "/records/2301.00001")
+    text = text_of(markup)
+    assert "Fair Cluster Scheduling for Deep Learning Jobs" in text
+    assert "We study scheduling of deep learning training jobs on shared GPU clusters." in text
+    assert {"/authors/Ada%20Lovelace", "https://arxiv.org/abs/2301.00001"} <= set(hrefs(markup))
+    assert {"/records/2301.00001.bib", "/records/2301.00001.json"} <= set(hrefs(markup))
+    assert "More like this" in text
+    similar = re.search(r'(?s)id="similar-heading".*?</section>', markup).group(0)
+    assert "/records/" in similar and '/records/2301.00001"' not in similar
+
+
+def test_record_exports_as_bibtex_and_json(client):
+    bib = client.get("/records/2301.00001.bib")
+    assert bib.status_code == 200 and bib.mimetype == "application/x-bibtex"
+    assert bib.mimetype_params == {"charset": "utf-8"}
+    assert bib.get_data(as_text=True).startswith("@misc{lovelace2023fair,")
+    assert client.get("/records/2301.00001?format=bibtex").data == bib.data
+    record = client.get("/records/2301.00001.json").get_json()
+    assert record == FIXTURE_RECORDS[0].to_dict()
+    assert client.get("/records/2301.00001?format=json").get_json() == record
+    assert client.get("/records/2301.00001?format=pdf").status_code == 400
+
+
+def test_record_ids_with_slashes(client):
+    assert "Old Style Identifier Paper" in page(client, f"/records/{OLD_STYLE_ID}")
+    bib = client.get(f"/records/{OLD_STYLE_ID}.bib").get_data(as_text=True)
+    assert "eprint = {hep-th/9901001}" in bib
+    assert client.get(f"/records/{OLD_STYLE_ID}.json").get_json()["id"] == OLD_STYLE_ID
+
+
+def test_only_http_source_urls_become_links(client):
+    markup = page(client, "/records/seed-jsurl0001")
+    assert "javascript:" not in markup
+    search = page(client, "/?q=source%20link%20script")
+    assert "javascript:" not in search
+
+
+# -- author pages ----------------------------------------------------------------------------
+
+
+def test_author_page_lists_records_newest_first_with_counts(seed_client):
+    markup = page(seed_client, "/authors/Aditya%20Akella")
+    text = text_of(markup)
+    assert "Publications attributed to Aditya Akella" in text
+    assert "18 records" in text
+    years = [int(y) for y in re.findall(r'class="hit__year">(\d{4})<', markup)]
+    assert years == sorted(years, reverse=True) and len(years) == 18
+    assert "Records by year" in text and "By category" in text
+    assert "/authors/Shivaram%20Venkataraman" in hrefs(markup)  # co-attributed
+
+
+def test_author_page_is_paged(client):
+    first = text_of(page(client, f"/authors/{PROLIFIC}"))
+    assert "25 records · page 1 of 2" in first and "Compilers and Programming Note 24" in first
+    second = page(client, f"/authors/{PROLIFIC}?page=2")
+    assert "page 2 of 2" in text_of(second)
+    assert len(re.findall(r'class="hit__year"', second)) == 5
+    assert "/authors/Grace%20Hopper?page=1" in hrefs(second)
+    assert "Ada Lovelace" in text_of(second)
+    assert "There is no page 3" in text_of(page(client, f"/authors/{PROLIFIC}?page=3"))
+    assert "must be a whole number" in text_of(page(client, "/authors/x?page=abc", status=400))
+
+
+# -- a hostile record renders as text everywhere ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/",
+        "/?q=quoted",
+        "/?q=script",
+        "/?category=cs.CR",
+        "/records/seed-hostile0001",
+        "/authors/Mallory%20O%27Brien",
+        "/records/2301.00001",  # may list the hostile record as similar
+    ],
+)
+def test_hostile_record_renders_as_text(client, url):
+    markup = page(client, url)
+    assert "<script>alert" not in markup and "<script>document" not in markup
+    assert "<img src=x" not in markup and "<b>bold</b>" not in markup
+    assert re.findall(r"<script\b[^>]*>", markup) == [re.search(r"<script src=[^>]*>", markup)[0]]
+    if url != "/records/2301.00001":
+        assert HOSTILE_TITLE in text_of(markup)
+
+
+def test_hostile_title_is_the_record_pages_heading(client):
+    markup = page(client, "/records/seed-hostile0001")
+    heading = re.search(r'<h1 id="record-title">(.*?)</h1>', markup).group(1)
+    assert html.unescape(heading) == HOSTILE_TITLE
+    assert "Mallory O&#39;Brien" in markup
+
+
+# -- the pieces ------------------------------------------------------------------------------
+
+
+def test_search_args_parse_into_a_request_and_back_into_links():
+    from werkzeug.datastructures import MultiDict
+
+    args = MultiDict(
+        [("q", "gpu"), ("category", "cs.DC"), ("category", ""), ("year_from", ""), ("page", "2")]
+    )
+    request = parse_search_args(args)
+    assert (request.q, request.categories, request.year_from, request.page) == (
+        "gpu",
+        ("cs.DC",),
+        None,
+        2,
+    )
+    links = SearchLinks(request)
+    assert links.page(3) == "/?q=gpu&category=cs.DC&page=3"
+    assert links.adding("category", "cs.LG") == "/?q=gpu&category=cs.DC&category=cs.LG"
+    assert links.removing("category", value="cs.DC") == "/?q=gpu"
+    assert links.only_year(2020) == "/?q=gpu&category=cs.DC&year=2020"
+    with pytest.raises(InvalidRequest):
+        parse_search_args(MultiDict([("year", "²")]))
+
+
+def test_bibtex_escapes_tex_specials_and_keeps_unicode():
+    record = Record(
+        id="0704.0001",
+        title="Cost & 100% of $x_1$ {braces}",
+        authors=("C. Balázs", "E. L. Berger"),
+        year=2007,
+        categories=("hep-ph",),
+        journal_ref="Phys. Rev. D 76:013009 (2007)",
+    )
+    entry = to_bibtex(record)
+    assert entry.startswith("@article{balazs2007cost,")
+    assert r"title = {{Cost \& 100\% of \$x\_1\$ \{braces\}}}" in entry
+    assert "author = {C. Balázs and E. L. Berger}" in entry
+    assert "primaryClass = {hep-ph}" in entry
+    assert citation_key(Record(id="x", title="On")) == "anonpaper"
+
+
+def test_without_an_index_pages_say_so_politely(tmp_path):
+    client = create_app({"INDEX_DIR": tmp_path / "missing", "TESTING": True}).test_client()
+    for url in ("/", "/records/2301.00001", "/authors/Ada%20Lovelace"):
+        text = text_of(page(client, url, status=503))
+        assert "Search is not available right now" in text
+        assert str(tmp_path) not in text
+
+
+def test_highlights_render_marks_and_nothing_else():
+    from searchsvc.query import Hit
+    from searchsvc.web.views import highlighted
+
+    hit = Hit(
+        FIXTURE_RECORDS[4],
+        highlights={"title": "&lt;script&gt; <mark>Quoted</mark>", "abstract": "<img src=x>"},
+    )
+    assert str(highlighted(hit, "title")) == "&lt;script&gt; <mark>Quoted</mark>"
+    abstract = str(highlighted(hit, "abstract"))  # a stray tag: fall back to escaped text
+    assert "<img" not in abstract and "&lt;script&gt;document.cookie" in abstract
+    with pytest.raises(ValueError):
+        highlighted(hit, "authors")
