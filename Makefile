@@ -7,7 +7,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SEEDS := $(wildcard seeds/*.txt)
 
-.PHONY: run index test lint format bench bench-index bench-search bench-relevance screenshots clean
+.PHONY: run index test lint format bench bench-index bench-search bench-relevance bench-http \
+	screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
 $(BIN)/.installed: pyproject.toml
@@ -21,8 +22,8 @@ $(BIN)/.installed-test: $(BIN)/.installed
 	$(BIN)/pip install --quiet -e '.[test,dev]'
 	touch $@
 
-# Rebuilt when missing or older than any seed file.
-$(INDEX_DIR)/CURRENT: $(SEEDS) | $(BIN)/.installed
+# Rebuilt when missing, or older than any seed file or the schema.
+$(INDEX_DIR)/CURRENT: $(SEEDS) searchsvc/backends/whoosh/schema.py | $(BIN)/.installed
 	$(BIN)/searchsvc index seeds/ --index-dir $(INDEX_DIR)
 
 index: $(INDEX_DIR)/CURRENT
@@ -44,6 +45,26 @@ lint: $(BIN)/.installed-test
 format: $(BIN)/.installed-test
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# Benchmarks print figures; they are never run as tests (see benchmarks/README.md).
+bench-index: $(BIN)/.installed-test
+	$(BIN)/python benchmarks/bench_indexing.py
+
+bench-search: $(BIN)/.installed-test
+	$(BIN)/python -m benchmarks.search_speed
+
+bench-relevance: $(BIN)/.installed-test
+	$(BIN)/python -m benchmarks.relevance
+
+# Needs wrk (Debian: apt-get install wrk); serves the index in $(INDEX_DIR) with gunicorn.
+bench-http: $(BIN)/.installed-test index
+	$(BIN)/python -m benchmarks.bench_http --index-dir $(INDEX_DIR)
+
+bench: bench-index bench-search bench-relevance
+
+# PNGs of the search and author pages at desktop and phone width (needs Debian's chromium).
+screenshots: $(BIN)/.installed-test
+	$(BIN)/python scripts/screenshots.py --out screenshots
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
