@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -22,10 +21,6 @@ from searchsvc.errors import (
     SearchsvcError,
 )
 from searchsvc.query import (
-    DEFAULT_FACET_SIZE,
-    DEFAULT_PER_PAGE,
-    FACETS,
-    SEARCH_FIELDS,
     AuthorView,
     FacetValue,
     Hit,
@@ -69,41 +64,10 @@ class SearchClient:
         self.timeout = timeout
         self.session = session or requests.Session()
 
-    def search(
-        self,
-        q: str = "",
-        *,
-        author: Iterable[str] | str = (),
-        category: Iterable[str] | str = (),
-        year: Iterable[int] | int = (),
-        year_from: int | None = None,
-        year_to: int | None = None,
-        sort: str | None = None,
-        page: int = 1,
-        per_page: int = DEFAULT_PER_PAGE,
-        facets: Iterable[str] = FACETS,
-        facet_size: int = DEFAULT_FACET_SIZE,
-        highlight: bool = True,
-        fields: Iterable[str] = SEARCH_FIELDS,
-    ) -> SearchResult:
-        """Same arguments and result as `SearchService.search`."""
+    def search(self, q: str = "", **params: Any) -> SearchResult:
+        """Same keyword arguments and result as `SearchService.search`."""
         # Built here first: a bad argument fails at once, as it does in-process.
-        request = SearchRequest(
-            q=q,
-            authors=author,
-            categories=category,
-            years=year,
-            year_from=year_from,
-            year_to=year_to,
-            sort=sort,
-            page=page,
-            per_page=per_page,
-            facets=facets,
-            facet_size=facet_size,
-            highlight=highlight,
-            fields=fields,
-        )
-        return self.search_request(request)
+        return self.search_request(SearchRequest.from_params(q, **params))
 
     def search_request(self, request: SearchRequest) -> SearchResult:
         params: dict[str, Any] = {

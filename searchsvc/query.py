@@ -80,6 +80,13 @@ class SearchRequest:
                 parameter="year_from",
             )
 
+    @classmethod
+    def from_params(
+        cls, q: str = "", *, author=(), category=(), year=(), **options: Any
+    ) -> SearchRequest:
+        """A request from the parameter names of the HTTP and Python APIs (`author=[...]`)."""
+        return cls(q=q, authors=author, categories=category, years=year, **options)
+
     @property
     def effective_sort(self) -> str:
         if self.sort:

@@ -70,11 +70,11 @@ class SearchService:
         fields: Iterable[str] = SEARCH_FIELDS,
     ) -> SearchResult:
         """One page of ranked, filtered, faceted and highlighted hits."""
-        request = SearchRequest(
-            q=q,
-            authors=author,
-            categories=category,
-            years=year,
+        request = SearchRequest.from_params(
+            q,
+            author=author,
+            category=category,
+            year=year,
             year_from=year_from,
             year_to=year_to,
             sort=sort,
