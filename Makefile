@@ -46,11 +46,15 @@ format: $(BIN)/.installed-test
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+$(BIN)/.installed-bench: $(BIN)/.installed-test
+	$(BIN)/pip install --quiet -e '.[bench]'
+	touch $@
+
 # Benchmarks print figures; they are never run as tests (see benchmarks/README.md).
 bench-index: $(BIN)/.installed-test
 	$(BIN)/python benchmarks/bench_indexing.py
 
-bench-search: $(BIN)/.installed-test
+bench-search: $(BIN)/.installed-bench
 	$(BIN)/python -m benchmarks.search_speed
 
 bench-relevance: $(BIN)/.installed-test
