@@ -15,6 +15,7 @@ from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.expansion import LexiconOf, QueryRewriter
 from searchsvc.backends.whoosh.schema import build_schema
+from searchsvc.backends.whoosh.scoring import ProbabilisticBM25F
 from searchsvc.errors import QueryError
 from searchsvc.records import MAX_YEAR, MIN_YEAR
 
@@ -22,7 +23,7 @@ from searchsvc.records import MAX_YEAR, MIN_YEAR
 # fields (0.678 vs 0.653 nDCG@10), and a title boost lowered it; author names count a little.
 SEARCH_FIELDS = ("content", "author_names")
 FIELD_BOOSTS = {"content": 1.0, "author_names": 0.5, "title": 1.0, "abstract": 1.0}
-BM25_B = 0.75
+BM25_B = 0.6
 BM25_K1 = 1.2
 
 # SearchRequest.fields -> index fields. Title and abstract together are `content`.
@@ -47,7 +48,7 @@ _FIELD_PREFIX = re.compile(r"\b(" + "|".join((*QUERY_FIELDS, "author", "authors"
 
 
 def weighting() -> scoring.WeightingModel:
-    return scoring.BM25F(B=BM25_B, K1=BM25_K1)
+    return ProbabilisticBM25F(B=BM25_B, K1=BM25_K1)
 
 
 def index_fields(request_fields: Iterable[str]) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ coordination `scale` or `minmatch`, an `Or` with an `And` inside.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import log
 from typing import NamedTuple
@@ -59,6 +59,27 @@ class TermQuery:
         return [term for clause in self.clauses for term in clause]
 
 
+def whoosh_idf(doc_count: int, doc_frequency: int) -> float:
+    """`whoosh.scoring.WeightingModel.idf`: log(N / (n + 1)) + 1."""
+    return log(doc_count / (doc_frequency + 1)) + 1
+
+
+def probabilistic_idf(doc_count: int, doc_frequency: int) -> float:
+    """BM25's probabilistic IDF as Lucene computes it: log(1 + (N - n + 0.5) / (n + 0.5))."""
+    return log(1 + (doc_count - doc_frequency + 0.5) / (doc_frequency + 0.5))
+
+
+class ProbabilisticBM25F(scoring.BM25F):
+    """Whoosh's BM25F with Lucene's IDF, which ranks SciFact better (benchmarks/relevance.py)."""
+
+    def idf(self, searcher, fieldname, text):
+        parent = searcher.get_parent()
+        return probabilistic_idf(parent.doc_count_all(), parent.doc_frequency(fieldname, text))
+
+
+_IDF_OF_MODEL = {scoring.BM25F: whoosh_idf, ProbabilisticBM25F: probabilistic_idf}
+
+
 @dataclass(frozen=True)
 class Bm25:
     """BM25F's parameters, as `whoosh.scoring.BM25F(B=..., K1=..., <field>_B=...)` takes them."""
@@ -67,12 +88,15 @@ class Bm25:
     K1: float = 1.2
     field_B: Mapping[str, float] = field(default_factory=dict)
 
+    idf: Callable[[int, int], float] = whoosh_idf
+
     @classmethod
     def of(cls, weighting: scoring.WeightingModel) -> Bm25 | None:
-        """The parameters of a searcher's weighting; None when it is not BM25F."""
-        if type(weighting) is not scoring.BM25F:
+        """The parameters of a searcher's weighting; None when it is not a BM25F we mirror."""
+        idf = _IDF_OF_MODEL.get(type(weighting))
+        if idf is None:
             return None
-        return cls(weighting.B, weighting.K1, dict(weighting._field_B))
+        return cls(weighting.B, weighting.K1, dict(weighting._field_B), idf)
 
     def b_of(self, fieldname: str) -> float:
         return self.field_B.get(fieldname, self.B)
@@ -199,7 +223,7 @@ def term_scores(
     else:
         B, K1 = bm25.b_of(fieldname), bm25.K1
         # WeightingModel.idf over the whole index (deleted documents included, as Whoosh does).
-        idf = log(arrays.doc_count / (postings.doc_frequency + 1)) + 1
+        idf = bm25.idf(arrays.doc_count, postings.doc_frequency)
         avgfl = arrays.avg_field_length(reader, fieldname)
         # scoring.bm25(idf, tf, fl, avgfl, B, K1) with the same operations in the same order,
         # the denominator's length part looked up per length byte (256 values).
