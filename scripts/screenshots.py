@@ -18,18 +18,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-# The background-networking flags keep Chromium from dialling out (refused on closed networks).
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# Debian's Chromium and the flags it needs here, shared with the browser tests.
+sys.path.insert(0, str(ROOT))
+from tests.support import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
 VIEWPORTS = {"desktop": (1280, 800), "phone": (390, 844)}
 PAGES = {
     # A query with highlights, two ticked categories (chips) and more than one page of results.

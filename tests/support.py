@@ -9,6 +9,20 @@ from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.records import Record
 
+CHROMIUM = "/usr/bin/chromium"
+# Debian's Chromium for the browser tests and screenshots; without the background-networking
+# flags it dials out, which closed networks refuse.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
 HOSTILE_TITLE = "<script>alert('x')</script> \"Quoted\" & <img src=x onerror=alert(1)>"
 
 FIXTURE_RECORDS: tuple[Record, ...] = (

@@ -14,20 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from searchsvc.app import create_app
-from tests.support import HOSTILE_TITLE
-
-CHROMIUM = "/usr/bin/chromium"
-# Without the background-networking flags Chromium dials out, which closed networks refuse.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.support import CHROMIUM, CHROMIUM_ARGS, HOSTILE_TITLE
 
 pytestmark = [
     pytest.mark.slow,
