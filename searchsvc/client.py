@@ -177,21 +177,8 @@ def _facet_values(values: list[dict[str, Any]]) -> tuple[FacetValue, ...]:
 
 def _search_result(body: dict[str, Any]) -> SearchResult:
     query = body["query"]
-    request = SearchRequest(
-        q=query["q"],
-        authors=query["author"],
-        categories=query["category"],
-        years=query["year"],
-        year_from=query["year_from"],
-        year_to=query["year_to"],
-        sort=query["sort"],
-        page=query["page"],
-        per_page=query["per_page"],
-        facets=query["facets"],
-        facet_size=query["facet_size"],
-        highlight=query["highlight"],
-        fields=query["fields"],
-    )
+    # The echoed query is SearchRequest.to_dict(), in the API's parameter names.
+    request = SearchRequest.from_params(**query)
     return SearchResult(
         request=request,
         total=body["total"],
