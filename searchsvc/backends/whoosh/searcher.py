@@ -3,7 +3,8 @@
 A `Snapshot` is one committed state of the live index: a generation directory (swapped by a
 rebuild through `CURRENT`) at one Whoosh TOC generation (bumped in place by an update). Every
 searcher of a snapshot sees the same documents under the same numbers, so per-document arrays
-(the `FacetTable`) are built once per snapshot and shared by all of its searchers.
+(the `FacetTable`) are made once per snapshot and shared by all of its searchers; the facet
+arrays are loaded from the file the build or update saved for that state (facet_arrays.py).
 
 Whoosh searchers are not safe to share between threads (their open files keep a read position),
 so each call checks one out of the snapshot's pool and gives it back afterwards.
@@ -16,15 +17,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from whoosh.index import Index
 from whoosh.searching import Searcher
 
+from searchsvc.backends.whoosh.facet_arrays import facet_table_for
 from searchsvc.backends.whoosh.facets import FacetTable
 from searchsvc.backends.whoosh.lexicons import Lexicon
 from searchsvc.backends.whoosh.queries import weighting
-from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.backends.whoosh.store import FACET_ARRAYS, IndexDirectory
 
 # How often at most the index directory is looked at for a rebuild or an update (seconds).
 REFRESH_INTERVAL = 0.5
@@ -41,6 +44,7 @@ class Snapshot:
     generation: str
     index: Index
     toc_generation: int
+    path: Path  # the generation directory
     _idle: list[Searcher] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _build_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -95,7 +99,9 @@ class View:
 
     @property
     def facets(self) -> FacetTable:
-        return self.shared("facets", lambda searcher: FacetTable.build(searcher.reader()))
+        # Saved by the build or update that made this state; computed when it is not.
+        path = self.snapshot.path / FACET_ARRAYS
+        return self.shared("facets", lambda searcher: facet_table_for(path, searcher.reader()))
 
     def lexicon(self, field: str) -> Lexicon:
         """The terms of a field in memory, read on first use."""
@@ -170,8 +176,9 @@ class SearcherManager:
             latest = snapshot.index.latest_generation()
             if latest == snapshot.toc_generation:
                 return snapshot
-            return Snapshot(generation, snapshot.index, latest)
+            return Snapshot(generation, snapshot.index, latest, snapshot.path)
         # `generation` was read before opening: if a swap happens in between, the name is the
         # older one and the next check reopens, never the other way round.
         index = self.directory.open()  # raises IndexUnavailable when there is none
-        return Snapshot(generation or "", index, index.latest_generation())
+        path = self.directory.root / (generation or "")
+        return Snapshot(generation or "", index, index.latest_generation(), path)
