@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from searchsvc.backends.whoosh import facets
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.execute import parse_for
+from searchsvc.backends.whoosh.facets import ValueColumn
 from searchsvc.query import FacetValue, SearchRequest
 from tests.support import FIXTURE_RECORDS
 
@@ -182,3 +185,31 @@ def test_fixture_facets_equal_the_slow_computation_for_every_single_filter(backe
             assert {
                 f: [(v.value, v.count) for v in vs] for f, vs in result.facets.items()
             } == facets
+
+
+# -- the counting and top-N shortcuts against plain Python -------------------------------------
+_VALUE_LISTS = st.lists(
+    st.lists(st.sampled_from("abcdefghij"), max_size=4, unique=True), max_size=60
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc_values=_VALUE_LISTS, data=st.data())
+def test_value_counts_and_top_values_equal_plain_counting(doc_values, data):
+    column = ValueColumn.from_pairs(list(enumerate(doc_values)))
+    mask = np.array(
+        data.draw(st.lists(st.booleans(), min_size=len(doc_values), max_size=len(doc_values))),
+        dtype=bool,
+    )
+    size = data.draw(st.integers(1, 12))
+    expected = Counter(v for doc, values in enumerate(doc_values) if mask[doc] for v in values)
+    # Both ways of counting: over every entry (fraction 1) and over the matched ranges.
+    fraction = data.draw(st.sampled_from([1, 10**9]))
+    saved, facets._SPARSE_FRACTION = facets._SPARSE_FRACTION, fraction
+    try:
+        counts = column.counts(mask)
+    finally:
+        facets._SPARSE_FRACTION = saved
+    assert {column.values[i]: int(n) for i, n in enumerate(counts) if n} == dict(expected)
+    ranked = sorted(expected.items(), key=lambda item: (-item[1], item[0]))[:size]
+    assert [(v.value, v.count) for v in column.top(counts, size)] == ranked

@@ -6,14 +6,25 @@ from html import unescape
 from html.parser import HTMLParser
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from whoosh.highlight import ContextFragmenter, Fragment, WholeFragmenter
+from whoosh.highlight import highlight as whoosh_highlight
 
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.highlight import (
+    ABSTRACT_FRAGMENTS,
     ELLIPSIS,
     FRAGMENT_CHARS,
+    FRAGMENT_CONTEXT,
+    MarkFormatter,
+    _context_fragments,
+    _format,
+    _whole_fragments,
     highlight_abstract,
     highlight_title,
 )
+from searchsvc.backends.whoosh.schema import text_analyzer
 from searchsvc.query import SearchRequest
 from tests.support import HOSTILE_TITLE
 
@@ -131,3 +142,44 @@ def test_no_mark_inside_tex_math():
     fragment = highlight_abstract(abstract, {"log", "schedul"})
     assert marks(fragment) == ["scheduling", "log"]
     assert "$O(n \\log n)$" in fragment
+
+
+# -- the fast fragments against Whoosh's own highlight() --------------------------------------
+_WORDS = st.sampled_from(
+    [
+        "scheduling", "schedules", "the", "of", "a", "cache", "Caches", "learned", "GPU",
+        "$x$", "naïve", "Balázs", "model", "models", "x", "data", "will", "e.g.", "3.5",
+    ]
+)  # fmt: skip
+_SEPARATORS = st.sampled_from([" ", " ", " ", ", ", ". ", "\n", " (", ") ", "—", "  "])
+_TEXTS = st.lists(st.tuples(_WORDS, _SEPARATORS), max_size=120).map(
+    lambda pairs: "".join(word + sep for word, sep in pairs)
+)
+_TERMS = st.sets(st.sampled_from(["schedul", "cach", "learn", "gpu", "model", "data", "will"]))
+
+
+def _whoosh_highlight(text: str, terms: frozenset[str], fragmenter, top: int) -> str:
+    return whoosh_highlight(text, terms, text_analyzer(), fragmenter, MarkFormatter(), top=top)
+
+
+@pytest.fixture
+def earlier_fragments_win_ties(monkeypatch):
+    # Whoosh orders equally scored fragments by id(); make it prefer the earlier, as we do.
+    monkeypatch.setattr(Fragment, "__lt__", lambda self, other: self.startchar > other.startchar)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=_TEXTS, terms=_TERMS)
+def test_abstract_fragments_are_the_ones_whoosh_picks(earlier_fragments_win_ties, text, terms):
+    fragmenter = ContextFragmenter(maxchars=FRAGMENT_CHARS, surround=FRAGMENT_CONTEXT)
+    expected = _whoosh_highlight(text, frozenset(terms), fragmenter, ABSTRACT_FRAGMENTS)
+    assert _format(text, _context_fragments(text, frozenset(terms))) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_TEXTS, terms=_TERMS)
+def test_title_highlight_is_the_one_whoosh_gives(text, terms):
+    expected = _whoosh_highlight(text, frozenset(terms), WholeFragmenter(), 1)
+    assert _format(text, _whole_fragments(text, frozenset(terms))) == expected

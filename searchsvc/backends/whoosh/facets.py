@@ -3,7 +3,8 @@
 Whoosh's own `groupedby` scores and collects every match and (for a multi-valued KEYWORD field)
 rebuilds doc -> values on every search. Here the values of every document are read once per
 index snapshot into numpy arrays, and a facet count is one `np.bincount` over the entries of
-the matched documents.
+the matched documents. Builds and updates save the arrays beside the index (facet_arrays.py),
+so a new process loads them instead of reading every document again.
 """
 
 from __future__ import annotations
@@ -24,19 +25,24 @@ from searchsvc.texts import fold
 _WORD_START = re.compile(r"(?:^|(?<=[\s.\-_']))(?=\w)")
 NO_YEAR = -1
 FACET_COLUMN = "facet_values"
+# Below one matched document in this many, counting gathers the matched documents' entries;
+# above it, one pass over every entry is cheaper.
+_SPARSE_FRACTION = 8
 
 
 @dataclass
 class ValueColumn:
     """A (possibly multi-valued) facet as parallel arrays: one entry per (document, value)."""
 
-    values: list[str]  # sorted, so ordinal order is value order (ties break by value)
+    values: Sequence[str]  # sorted, so ordinal order is value order (ties break by value)
     entry_doc: np.ndarray  # document number of each entry
     entry_value: np.ndarray  # value ordinal of each entry
     totals: np.ndarray  # documents per value over the whole index
     _by_folded: dict[str, int] | None = None
     _word_starts: list[str] | None = None
     _word_start_values: np.ndarray | None = None
+    # entry_offsets[d]:entry_offsets[d + 1] are document d's entries (entries are in doc order).
+    _entry_offsets: np.ndarray | None = None
 
     @classmethod
     def from_pairs(cls, doc_values: Sequence[tuple[int, Sequence[str]]]) -> ValueColumn:
@@ -71,11 +77,43 @@ class ValueColumn:
 
     def counts(self, documents: np.ndarray) -> np.ndarray:
         """Matching documents per value ordinal, for a boolean document mask."""
-        return np.bincount(self.entry_value[documents[self.entry_doc]], minlength=len(self.values))
+        docs = np.flatnonzero(documents)
+        offsets = self._offsets(len(documents))
+        if offsets is None or len(docs) * _SPARSE_FRACTION >= len(documents):
+            # Many matches: one pass over all entries is cheaper than gathering ranges.
+            matched = self.entry_value[documents[self.entry_doc]]
+        else:
+            starts = offsets[docs]
+            lengths = offsets[docs + 1] - starts
+            # The entry indexes of the matched documents: each start repeated over its range,
+            # plus a running count within the range.
+            ends = np.cumsum(lengths)
+            within = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(
+                ends - lengths, lengths
+            )
+            matched = self.entry_value[np.repeat(starts, lengths) + within]
+        return np.bincount(matched, minlength=len(self.values))
+
+    def _offsets(self, doc_count: int) -> np.ndarray | None:
+        """Where each document's entries start (and the last ends); None if not in doc order."""
+        if self._entry_offsets is None or len(self._entry_offsets) != doc_count + 1:
+            docs = self.entry_doc
+            if len(docs) and not bool(np.all(docs[1:] >= docs[:-1])):
+                return None
+            self._entry_offsets = np.searchsorted(docs, np.arange(doc_count + 1))
+        return self._entry_offsets
 
     def top(self, counts: np.ndarray, size: int, selected: Iterable[str] = ()) -> tuple:
         """The `size` values with the highest non-zero counts, ties by value."""
         present = np.flatnonzero(counts)
+        if len(present) > size:
+            # Sort only what can make the list: the counts above the size-th largest, and of
+            # the values tied at it the first ones (`present` is in value order).
+            present_counts = counts[present]
+            cut = np.partition(present_counts, len(present) - size)[len(present) - size]
+            above = present[present_counts > cut]
+            tied = present[present_counts == cut][: size - len(above)]
+            present = np.concatenate((above, tied))
         order = present[np.lexsort((present, -counts[present]))][:size]
         chosen = set(selected)
         return tuple(

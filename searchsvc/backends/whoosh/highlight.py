@@ -1,22 +1,24 @@
-"""Highlighted title and abstract: escaped HTML whose only tags are `<mark>` around matches."""
+"""Highlighted title and abstract: escaped HTML whose only tags are `<mark>` around matches.
+
+The fragments are the ones Whoosh's `highlight()` picks with a `ContextFragmenter` (or a
+`WholeFragmenter` for titles) and its `BasicFragmentScorer`, but computed from the one-pass
+word spans of analysis.py instead of Whoosh's Token stream: re-analysing each hit's abstract
+through Whoosh's filter chain was half the time of a faceted, highlighted search.
+tests/test_search_highlight.py checks the output against Whoosh's own `highlight()`.
+"""
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 from html import escape
 
-from whoosh.analysis import Analyzer
-from whoosh.highlight import (
-    ContextFragmenter,
-    Formatter,
-    Fragment,
-    WholeFragmenter,
-    get_text,
-    highlight,
-)
+from whoosh.highlight import DEFAULT_CHARLIMIT, Formatter, Fragment, get_text
 
-from searchsvc.backends.whoosh.schema import text_analyzer
+from searchsvc.backends.whoosh.analysis import highlight_terms, word_bounds
 from searchsvc.records import Record
 
 ELLIPSIS = "…"
@@ -28,7 +30,6 @@ LEAD_CHARS = 240  # the start of the abstract shown when none of its words match
 _MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$|\\\(.+?\\\)|\\\[.+?\\\]", re.DOTALL)
 
 _WORD = re.compile(r"\w")
-_ANALYZER: Analyzer = text_analyzer()
 
 
 class MarkFormatter(Formatter):
@@ -71,8 +72,6 @@ class MarkFormatter(Formatter):
 
 
 _FORMATTER = MarkFormatter()
-_WHOLE = WholeFragmenter()
-_CONTEXT = ContextFragmenter(maxchars=FRAGMENT_CHARS, surround=FRAGMENT_CONTEXT)
 
 
 def highlight_record(record: Record, terms: Collection[str]) -> dict[str, str]:
@@ -87,14 +86,14 @@ def highlight_record(record: Record, terms: Collection[str]) -> dict[str, str]:
 
 
 def highlight_title(title: str, terms: Collection[str]) -> str:
-    marked = _highlight(title, terms, _WHOLE, top=1) if terms else ""
+    marked = _format(title, _whole_fragments(title, frozenset(terms))) if terms else ""
     return marked or escape(title, quote=False)
 
 
 def highlight_abstract(abstract: str, terms: Collection[str]) -> str:
     if not abstract:
         return ""
-    marked = _highlight(abstract, terms, _CONTEXT, top=ABSTRACT_FRAGMENTS) if terms else ""
+    marked = _format(abstract, _context_fragments(abstract, frozenset(terms))) if terms else ""
     return marked or escape(lead(abstract), quote=False)
 
 
@@ -106,5 +105,98 @@ def lead(text: str, limit: int = LEAD_CHARS) -> str:
     return text[: cut if cut > limit // 2 else limit].rstrip() + ELLIPSIS
 
 
-def _highlight(text: str, terms: Collection[str], fragmenter, top: int) -> str:
-    return highlight(text, frozenset(terms), _ANALYZER, fragmenter, _FORMATTER, top=top)
+@dataclass(slots=True)
+class _Match:
+    """A matched word, with what Whoosh's Fragment, scorer and formatter read of a Token."""
+
+    text: str
+    startchar: int
+    endchar: int
+    boost: float = 1.0
+
+
+def _format(text: str, fragments: list[Fragment]) -> str:
+    return _FORMATTER(text, fragments) if fragments else ""
+
+
+def _whole_fragments(text: str, terms: frozenset[str]) -> list[Fragment]:
+    """WholeFragmenter: the whole text as one fragment, if any word in it matched."""
+    words, starts, ends = word_bounds(text)
+    limit = bisect.bisect_right(ends, DEFAULT_CHARLIMIT)
+    hits = _hits(words, terms)
+    matches = [
+        _Match(hits[w], starts[i], ends[i]) for i, w in enumerate(words[:limit]) if w in hits
+    ]
+    # Whoosh's BasicFragmentScorer gives a fragment without matches 0, below its minscore 1.
+    return [Fragment(text, matches)] if matches else []
+
+
+def _context_fragments(text: str, terms: frozenset[str]) -> list[Fragment]:
+    """ContextFragmenter(FRAGMENT_CHARS, FRAGMENT_CONTEXT), then the best ABSTRACT_FRAGMENTS.
+
+    The fragments of Whoosh's `ContextFragmenter.fragment_tokens` (kept in step with it by
+    tests/test_search_highlight.py), without walking every word: outside a fragment, unmatched
+    words only fill a queue of context starts, so the walk jumps to the next matched word and
+    finds where its context begins by bisection.
+    """
+    words, starts, ends = word_bounds(text)
+    hits = _hits(words, terms)
+    # Whoosh stops at the first word that ends past its character limit.
+    limit = bisect.bisect_right(ends, DEFAULT_CHARLIMIT)
+    matched_at = [i for i, word in enumerate(words[:limit]) if word in hits]
+    maxchars, surround = FRAGMENT_CHARS, FRAGMENT_CONTEXT
+    fragments: list[Fragment] = []
+    resume = 0  # the first word after the last fragment
+    for m in matched_at:
+        if m < resume:
+            continue
+        # Whoosh's queue of context starts holds, of the words since the last fragment, those
+        # starting at most `surround` characters before the end of the word before the match.
+        context = bisect.bisect_left(starts, ends[m - 1] - surround, resume, m) if m else m
+        first = starts[context] if context < m else None
+        countdown, length, matches = -1, 0, []
+        for j in range(m, limit):
+            startchar, endchar = starts[j], ends[j]
+            width = endchar - startchar
+            if length + width > maxchars:
+                countdown = 0
+            elif words[j] in hits:
+                countdown = surround
+                if first is None:  # no context before the first match: more after it
+                    first = startchar
+                    countdown += surround
+                matches.append(_Match(hits[words[j]], startchar, endchar))
+            length += width
+            countdown -= width
+            if countdown <= 0:
+                fragments.append(_fragment(text, matches, first, endchar))
+                resume = j + 1
+                break
+        else:
+            # The text (or the character limit) ended inside the fragment: Whoosh ends it at
+            # the last word it looked at, the one past the limit included.
+            last = ends[limit] if limit < len(words) else ends[-1]
+            fragments.append(_fragment(text, matches, first, last))
+            break
+    # Whoosh breaks ties between equally scored fragments by object id (memory address), so
+    # its choice varies from run to run; here the earlier fragment wins.
+    best = heapq.nlargest(ABSTRACT_FRAGMENTS, fragments, key=lambda f: (_score(f), -f.startchar))
+    chosen = [f for f in best if _score(f) >= 1]
+    chosen.sort(key=lambda f: f.startchar)
+    return chosen
+
+
+def _hits(words: list[str], terms: frozenset[str]) -> dict[str, str]:
+    """The distinct raw words whose analysed form is a query term, with that term."""
+    return {word: term for word, term in highlight_terms(set(words)).items() if term in terms}
+
+
+def _fragment(text: str, matches: list[_Match], first: int | None, endchar: int) -> Fragment:
+    # Whoosh's mkfrag: a fragment without a recorded start begins at its first match.
+    startchar = matches[0].startchar if first is None and matches else (first or 0)
+    return Fragment(text, matches, startchar=startchar, endchar=endchar)
+
+
+def _score(fragment: Fragment) -> float:
+    # BasicFragmentScorer: matched words, times 100 per distinct matched term.
+    return len(fragment.matches) * ((len(fragment.matched_terms) * 100) or 1)

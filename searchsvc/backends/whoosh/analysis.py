@@ -1,0 +1,92 @@
+"""The schema's analysis done in one pass per text, for the writer and the highlighter.
+
+Whoosh analyses by chaining generators of Token objects (tokenizer | lowercase | accent fold |
+stop | stem), and a field is analysed again for every use: the writer runs the chain for title,
+abstract, content and the spelling words of the same text, the highlighter once more per hit.
+Here a raw word's fate (stopped, or its folded word and stem) is worked out once and cached,
+and one regex pass yields everything those uses need. The results are identical to the schema's
+analyzers (`schema.text_analyzer`, `schema.name_analyzer`); tests/test_analysis.py checks that
+with random text against Whoosh itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable
+
+from whoosh.analysis import STOP_WORDS
+from whoosh.support.charset import accent_map
+
+from searchsvc.backends.whoosh.schema import snowball_english
+
+# Whoosh's RegexTokenizer default pattern, `\w+(\.?\w+)*`, in a form that matches the same
+# words with less backtracking (the optional dot made every word character a branch point).
+_TOKEN = re.compile(r"\w+(?:\.\w+)*")
+_SPLIT = re.compile(r"(\w+(?:\.\w+)*)")
+_MIN_WORD = 2  # StopFilter's minsize
+_STOP_WORDS = frozenset(STOP_WORDS)
+# Raw word -> (folded word, stem), the stem None for a stop word. Bounded: a 1M-record corpus
+# has millions of distinct tokens (numbers, identifiers), and a miss only costs the work again.
+_MAX_CACHED = 500_000
+_cache: dict[str, tuple[str, str | None]] = {}
+
+
+def _fate(raw: str) -> tuple[str, str | None]:
+    word = raw.lower().translate(accent_map)
+    stopped = len(word) < _MIN_WORD or word in _STOP_WORDS
+    fate = (word, None if stopped else snowball_english(word))
+    if len(_cache) >= _MAX_CACHED:
+        _cache.clear()
+    _cache[raw] = fate
+    return fate
+
+
+def text_words(text: str) -> tuple[int, list[tuple[str, str]]]:
+    """The kept words of `text` as (folded word, stem), and the position of the first one.
+
+    Whoosh's StopFilter renumbers the kept words consecutively from the original position of
+    the first kept word, so word i of the list is at position `first + i`.
+    """
+    cache = _cache
+    kept: list[tuple[str, str]] = []
+    first = 0
+    for position, raw in enumerate(_TOKEN.findall(text)):
+        fate = cache[raw] if raw in cache else _fate(raw)
+        if fate[1] is not None:
+            if not kept:
+                first = position
+            kept.append(fate)  # type: ignore[arg-type]  # the stem is not None here
+    return first, kept
+
+
+def word_bounds(text: str) -> tuple[list[str], list[int], list[int]]:
+    """The raw words of `text` (stop words included) with their start and end characters.
+
+    One C-level split and running sum instead of a match object per word: highlighting needs
+    the bounds of every word (for context) but the analysis of only the distinct ones.
+    """
+    parts = _SPLIT.split(text)  # gap, word, gap, word, ..., gap
+    bounds = list(itertools.accumulate(map(len, parts)))
+    return parts[1::2], bounds[0:-1:2], bounds[1::2]
+
+
+def highlight_terms(raws: Iterable[str]) -> dict[str, str]:
+    """What Whoosh's highlighter compares with the query terms for each raw word: its stem, or
+    for a stop word its folded text (Whoosh highlights with `removestops=False`)."""
+    cache = _cache
+    terms = {}
+    for raw in raws:
+        word, stem = cache[raw] if raw in cache else _fate(raw)
+        terms[raw] = word if stem is None else stem
+    return terms
+
+
+def name_words(text: str) -> list[str]:
+    """The words of an author-name text: lowercased and accent-folded, nothing dropped."""
+    return [raw.lower().translate(accent_map) for raw in _TOKEN.findall(text)]
+
+
+def token_count(text: str) -> int:
+    """How many words the tokenizer finds in `text`, stop words included (their positions count)."""
+    return len(_TOKEN.findall(text))
