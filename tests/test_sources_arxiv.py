@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc.errors import SourceError
 from searchsvc.records import Record
-from searchsvc.sources import Skipped, read_records
+from searchsvc.sources import Skipped, jsonl, read_records
 from searchsvc.texts import normalise_space
 
 RAW_RECORD = {
@@ -194,3 +195,31 @@ def test_undecodable_line_is_skipped(tmp_path):
     records, [skip] = read_arxiv(path)
     assert len(records) == 1
     assert (skip.line, skip.reason.startswith("not valid UTF-8")) == (2, True)
+
+
+def test_worker_processes_give_the_same_records_and_skips_in_order(tmp_path, monkeypatch):
+    # A file over the size threshold is converted by worker processes in batches; records and
+    # skip reports must come back exactly as the serial read gives them, in line order.
+    lines = []
+    for i in range(1_300):
+        raw = dict(RAW_RECORD, id=f"2301.{i:05d}", title=f"Paper {i} at $\\alpha_{i}$ speed")
+        lines.append(json.dumps(raw))
+        if i % 250 == 7:
+            lines.extend(["{not json", "", json.dumps({"id": 5}), "[1, 2]"])
+    path = write_lines(tmp_path / "big.jsonl", lines)
+    serial_records, serial_skipped = read_arxiv(path)
+    monkeypatch.setattr(jsonl, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(jsonl, "_BATCH_LINES", 97)  # batch edges fall everywhere
+    parallel_records, parallel_skipped = read_arxiv(path)
+    assert len(serial_records) == 1_300 and len(serial_skipped) == 18
+    assert parallel_records == serial_records
+    assert parallel_skipped == serial_skipped
+
+
+def test_a_damaged_gzip_fails_the_parallel_read_cleanly(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonl, "PARALLEL_MIN_BYTES", 0)
+    data = gzip.compress(("\n".join([json.dumps(RAW_RECORD)] * 2_000) + "\n").encode())
+    path = tmp_path / "broken.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(SourceError, match="cannot read"):
+        read_arxiv(path)
