@@ -8,7 +8,7 @@ PORT ?= 8000
 SEEDS := $(wildcard seeds/*.txt)
 
 .PHONY: run index test lint format bench bench-index bench-search bench-relevance bench-http \
-	screenshots clean
+	bench-scale screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
 $(BIN)/.installed: pyproject.toml
@@ -63,6 +63,11 @@ bench-relevance: $(BIN)/.installed-test
 # Needs wrk (Debian: apt-get install wrk); serves the index in $(INDEX_DIR) with gunicorn.
 bench-http: $(BIN)/.installed-test index
 	$(BIN)/python -m benchmarks.bench_http --index-dir $(INDEX_DIR)
+
+# Build rate, size, memory and search latency at 10k, 40k, 200k and 1M synthetic records
+# (hours at 1M; SCALE_ARGS="--sizes 10k,40k" for a quick run).
+bench-scale: $(BIN)/.installed-test
+	$(BIN)/python -m benchmarks.bench_scale $(SCALE_ARGS)
 
 bench: bench-index bench-search bench-relevance
 
