@@ -1,15 +1,25 @@
-"""HTTP speed of /api/v1/search through gunicorn, beside the same queries in-process.
+r"""HTTP speed of /api/v1/search through gunicorn, beside the same queries in-process.
 
-    .venv/bin/python -m benchmarks.bench_http --index-dir index
-    .venv/bin/python -m benchmarks.bench_http --index-dir benchmarks/.cache/... --duration 20
+The issue's figures are on the arXiv-2025 index (40,717 records). Build it once, then run:
+
+    .venv/bin/searchsvc index ../shared/data/arxiv-2025/arxiv-2025-kaggle-format.jsonl.gz \
+        --index-dir /tmp/arxiv-2025-index
+    .venv/bin/python -m benchmarks.bench_http --index-dir /tmp/arxiv-2025-index
+
+(`--index-dir` defaults to SEARCHSVC_INDEX_DIR, else `index/`: the seed corpus of `make run`.)
 
 Starts gunicorn with searchsvc/gunicorn_conf.py (workers = CPU count unless SEARCHSVC_WORKERS
-says otherwise) on a free 127.0.0.1 port over the given index, drives it with wrk (Debian:
-`apt-get install wrk`) at 1, 8 and 32 concurrent connections with a Lua script cycling through a
-seeded query set (facets + highlights, gzip accepted), and prints throughput and p50/p99 latency
-next to the in-process figures of the same queries (SearchService.search, one thread). The HTTP
-overhead per request is given two ways: p50 over HTTP with one client minus p50 in-process, and
+says otherwise; `--gunicorn-args "--threads 2"` to try other settings) on a free 127.0.0.1 port
+over the index, drives it with wrk (Debian: `apt-get install wrk`) at 1, 8 and 32 concurrent
+connections (kept alive if the worker class does) with a Lua script cycling through a seeded
+query set (facets + highlights, gzip accepted), and prints throughput, p50/p99 latency and the
+workers' CPU time per request next to the in-process figures of the same queries
+(SearchService.search with the same facets and highlights, one thread, measured before and
+after the HTTP runs so that both see the same machine). The HTTP overhead per request is given
+three ways: p50 over HTTP with one client minus p50 in-process; the workers' CPU time per
+request minus the in-process CPU time per query (the steadier figure on a shared machine); and
 within each request, from its Server-Timing header (client latency minus the engine's time).
+Every worker is warmed up on the whole query set first, as the in-process pass is.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import gzip
 import http.client
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -67,43 +78,48 @@ end
 """
 
 
+WARM_UP_PASSES = 8
+
+
 def search_path(text: str) -> str:
     params = {"q": text, "facets": ",".join(FACETS), "highlight": "true"}
     return "/api/v1/search?" + urlencode(params)
 
 
-def in_process(index_dir: Path, texts: list[str], rounds: int) -> list[float]:
-    """Milliseconds per query of SearchService.search, after one warm-up pass."""
+def in_process(index_dir: Path, texts: list[str], rounds: int) -> list[tuple[float, float]]:
+    """(wall, CPU) milliseconds per query of SearchService.search, after one warm-up pass."""
     with SearchService.open(index_dir) as service:
         for text in texts:
             service.search(text, facets=FACETS, highlight=True)
         return [
-            timed(lambda t=text: service.search(t, facets=FACETS, highlight=True))[0]
+            timed(lambda t=text: service.search(t, facets=FACETS, highlight=True))[:2]
             for _ in range(rounds)
             for text in texts
         ]
 
 
 def overhead_samples(port: int, texts: list[str], rounds: int, gzip_ok: bool) -> list[dict]:
-    """Sequential requests, each split by its Server-Timing header into engine, app and rest.
+    """Sequential requests on one keep-alive connection, each split by its Server-Timing header.
 
     The split is taken within each request, so it holds even when other work on the machine
-    makes whole-request times swing far more than the overhead being measured.
+    makes whole-request times swing far more than the overhead being measured. The client's
+    time ends when the body is read, as wrk's does (decoding it is the client's business).
     """
     headers = {"Accept-Encoding": "gzip"} if gzip_ok else {}
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     samples = []
     for _ in range(rounds):
         for text in texts:
             started = time.perf_counter()
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             connection.request("GET", search_path(text), headers=headers)
             response = connection.getresponse()
             body = response.read()
+            client_ms = (time.perf_counter() - started) * 1000
             if response.getheader("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
             json.loads(body)
-            connection.close()
-            client_ms = (time.perf_counter() - started) * 1000
+            if response.will_close:
+                connection.close()  # the next request connects again
             timing = dict(
                 part.strip().split(";dur=")
                 for part in response.getheader("Server-Timing").split(",")
@@ -115,7 +131,30 @@ def overhead_samples(port: int, texts: list[str], rounds: int, gzip_ok: bool) ->
                     "search": float(timing["search"]),
                 }
             )
+    connection.close()
     return samples
+
+
+def workers_cpu_seconds(master_pid: int) -> float:
+    """CPU time (user + system) used so far by the gunicorn workers of `master_pid` (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # Fields after the parenthesised command: state, ppid, ... utime (14), stime (15).
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended meanwhile
+        if int(fields[1]) == master_pid:
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def free_port() -> int:
@@ -124,10 +163,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_gunicorn(index_dir: Path, port: int, log_path: Path) -> subprocess.Popen:
+def start_gunicorn(
+    index_dir: Path, port: int, log_path: Path, extra_args: list[str]
+) -> subprocess.Popen:
     env = {**os.environ, "SEARCHSVC_INDEX_DIR": str(index_dir)}
     gunicorn = Path(sys.executable).with_name("gunicorn")
-    command = [str(gunicorn), "--config", "searchsvc/gunicorn_conf.py"]
+    command = [str(gunicorn), "--config", "searchsvc/gunicorn_conf.py", *extra_args]
     command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
     with open(log_path, "wb") as output:
         process = subprocess.Popen(
@@ -146,7 +187,14 @@ def start_gunicorn(index_dir: Path, port: int, log_path: Path) -> subprocess.Pop
 
 def run_wrk(url: str, script: Path, connections: int, seconds: float) -> dict:
     threads = min(connections, os.cpu_count() or 1)
-    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "30s"]
+    command = [
+        "wrk",
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--timeout",
+        "30s",
+    ]
     command += ["-s", str(script), url]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     line = next(line for line in output.splitlines() if line.startswith("RESULT "))
@@ -154,13 +202,26 @@ def run_wrk(url: str, script: Path, connections: int, seconds: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--index-dir", type=Path, default=ROOT / "index")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.epilog = __doc__.split("\n\n", 1)[1]
+    parser.add_argument(
+        "--index-dir",
+        type=Path,
+        default=Path(os.environ.get("SEARCHSVC_INDEX_DIR") or ROOT / "index"),
+        help="the index to serve, read-only (default: $SEARCHSVC_INDEX_DIR, else index/)",
+    )
     parser.add_argument("--queries", type=int, default=100, help="query set size")
     parser.add_argument("--rounds", type=int, default=3, help="in-process passes")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per wrk run")
     parser.add_argument("--concurrency", default="1,8,32", help="comma list of clients")
     parser.add_argument("--no-gzip", action="store_true", help="do not send Accept-Encoding")
+    parser.add_argument(
+        "--gunicorn-args",
+        default="",
+        help='extra gunicorn options over the config file, e.g. "--threads 2"',
+    )
     args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
@@ -168,8 +229,10 @@ def main(argv: list[str] | None = None) -> None:
     with SearchService.open(args.index_dir) as service:
         records = list(service.records())
     texts = [query.text for query in make_queries(records, args.queries)]
-    log(f"{len(records)} records, {len(texts)} queries; in-process pass...")
+    loads = [load_average()]
+    log(f"{len(records)} records, {len(texts)} queries; in-process pass (load {loads[0]})...")
     local = in_process(args.index_dir, texts, args.rounds)
+    local_wall = [wall for wall, _ in local]
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-http-"))
     headers = "" if args.no_gzip else 'wrk.headers["Accept-Encoding"] = "gzip"'
@@ -177,64 +240,99 @@ def main(argv: list[str] | None = None) -> None:
     script = workdir / "queries.lua"
     script.write_text(LUA % {"paths": paths, "headers": headers})
     port = free_port()
-    server = start_gunicorn(args.index_dir, port, workdir / "gunicorn.log")
+    extra_args = shlex.split(args.gunicorn_args)
+    server = start_gunicorn(args.index_dir, port, workdir / "gunicorn.log", extra_args)
     url = f"http://127.0.0.1:{port}"
+    workers = int(os.environ.get("SEARCHSVC_WORKERS") or len(os.sched_getaffinity(0)))
     rows = []
     try:
-        log("warm-up (every worker opens the index)...")
-        run_wrk(url, script, os.cpu_count() or 1, 3)
+        # The engine caches per process (posting lists among others) and the in-process
+        # figures are of warm queries, so every worker must have answered every query before
+        # the timed runs. Which worker answers a request is chance: the time of eight passes of
+        # the query set one at a time (more passes with several workers) leaves a (worker,
+        # query) pair unseen with odds under 1 in 2**8 with two workers.
+        mean_ms = sum(local_wall) / len(local_wall)
+        warm_up = max(5.0, WARM_UP_PASSES * len(texts) * mean_ms / 1000)
+        log(f"warm-up: {4 * workers} connections for {warm_up:.0f} s...")
+        run_wrk(url, script, 4 * workers, warm_up)
         for clients in (int(c) for c in args.concurrency.split(",")):
             log(f"wrk with {clients} connections for {args.duration:g} s...")
+            cpu_before = workers_cpu_seconds(server.pid)
             result = run_wrk(url, script, clients, args.duration)
-            rows.append((clients, result))
+            result["cpu_ms"] = (workers_cpu_seconds(server.pid) - cpu_before) * 1000
+            rows.append((clients, result, load_average()))
         log("sequential requests, split by Server-Timing...")
         samples = overhead_samples(port, texts, args.rounds, not args.no_gzip)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
         shutil.rmtree(workdir, ignore_errors=True)
+    log("in-process pass again...")
+    local += in_process(args.index_dir, texts, args.rounds)
+    loads.append(load_average())
 
-    local_p50 = percentile(local, 50)
+    local_wall = [wall for wall, _ in local]
+    local_cpu = sum(cpu for _, cpu in local) / len(local)
+    local_p50 = percentile(local_wall, 50)
     table = [
         (
             "in-process, 1 thread",
-            f"{1000 / (sum(local) / len(local)):.1f}",
+            f"{1000 / (sum(local_wall) / len(local_wall)):.1f}",
             f"{local_p50:.2f}",
-            f"{percentile(local, 99):.2f}",
+            f"{percentile(local_wall, 99):.2f}",
+            f"{local_cpu:.2f}",
             "-",
+            f"{loads[0]} / {loads[1]}",
         )
     ]
-    for clients, result in rows:
+    for clients, result, load in rows:
         table.append(
             (
                 f"HTTP, {clients} client{'s' * (clients > 1)}",
                 f"{result['requests'] / (result['duration_us'] / 1e6):.1f}",
                 f"{result['p50_us'] / 1000:.2f}",
                 f"{result['p99_us'] / 1000:.2f}",
+                f"{result['cpu_ms'] / max(result['requests'], 1):.2f}",
                 str(result["errors"]),
+                load,
             )
         )
-    workers = os.environ.get("SEARCHSVC_WORKERS") or str(len(os.sched_getaffinity(0)))
+    settings = f"gunicorn {workers} workers {args.gunicorn_args}".strip()
     print_section(
         f"/api/v1/search, facets + highlights: {len(records)} records, {len(texts)} queries, "
-        f"gunicorn {workers} workers, {'no gzip' if args.no_gzip else 'gzip'}"
+        f"{settings}, {'no gzip' if args.no_gzip else 'gzip'}"
     )
-    print(format_table(("", "req/s", "p50 ms", "p99 ms", "errors"), table))
-    single = next((result for clients, result in rows if clients == 1), None)
+    headers = ("", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "errors", "loadavg")
+    print(format_table(headers, table))
+    print("\n(CPU ms/req: the workers' CPU time per answered request; in-process: per query.)")
+    single = next((result for clients, result, _ in rows if clients == 1), None)
     if single is not None:
         overhead = single["p50_us"] / 1000 - local_p50
         print(f"\nHTTP overhead per request (p50 HTTP 1 client - in-process): {overhead:.2f} ms")
+        cpu_overhead = single["cpu_ms"] / max(single["requests"], 1) - local_cpu
+        print(f"CPU overhead per request (worker CPU - in-process CPU): {cpu_overhead:.2f} ms")
     split = [
         ("client latency - engine time (the HTTP overhead)", "client", "search"),
         ("  of which in the app (parse, JSON, gzip, headers)", "app", "search"),
         ("  of which gunicorn, sockets and the client", "client", "app"),
     ]
     print("\nHTTP overhead within each request (Server-Timing), 1 client, sequential:\n")
-    rows = []
+    split_rows = []
     for label, whole, part in split:
         values = [sample[whole] - sample[part] for sample in samples]
-        rows.append((label, f"{percentile(values, 50):.2f}", f"{percentile(values, 90):.2f}"))
-    print(format_table(("", "p50 ms", "p90 ms"), rows))
+        split_rows.append((label, *_p50_p90(values)))
+    # The engine's own time in a worker beside in-process: a gap here is the machine (or the
+    # worker's state), not HTTP, yet it lands in the p50 difference above.
+    engine = [sample["search"] for sample in samples]
+    split_rows.append(
+        ("engine time in the worker (Server-Timing search)", *_p50_p90(engine)),
+    )
+    split_rows.append(("engine time in-process (for comparison)", *_p50_p90(local_wall)))
+    print(format_table(("", "p50 ms", "p90 ms"), split_rows))
+
+
+def _p50_p90(values: list[float]) -> tuple[str, str]:
+    return f"{percentile(values, 50):.2f}", f"{percentile(values, 90):.2f}"
 
 
 if __name__ == "__main__":
