@@ -1,31 +1,39 @@
-"""How records reach a Whoosh index: one writer for small inputs, worker processes for large ones.
+"""How records reach a Whoosh index: our segment builder for builds, Whoosh's writer for updates.
 
-On the 40,717 arXiv-2025 records on a 2-core machine, Whoosh's multi-process writer with two
-workers that each write their own segment (`multisegment=True`) builds about twice as fast as one
-writer (837 against 435 records/s, ../shared/notes/engine-measurements.md; our own figures come
-from benchmarks/bench_indexing.py). Merging the workers' output into one segment instead
-(`multisegment=False`) adds a serial merge in the parent after the parallel part, so the
-segments stay apart. Small inputs keep the single writer: they finish quickly, in one segment.
+A full build writes its segments with `segments.SegmentBuilder`, which produces the files
+Whoosh's own writer would for the same documents with a third of its CPU time (3,000 arXiv
+records: 12 against 33 CPU-s). Large inputs are split in contiguous shares, each built as its
+own segment by a forked worker process (the workers read the records the parent already holds,
+nothing is pickled), and the parent commits the index's table of contents with every segment.
+Updates (`upsert_records`) are small and need deletions, so they keep Whoosh's stock writer.
 """
 
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, wait
 
-from whoosh.index import Index
-from whoosh.multiproc import MpWriter, SubWriterTask
+from whoosh.codec import default_codec
+from whoosh.codec.whoosh3 import W3Segment
+from whoosh.index import TOC, Index, LockError, clean_files
 from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.documents import to_document
+from searchsvc.backends.whoosh.segments import SegmentBuilder
 from searchsvc.records import Record
 
-# Below this many records a single writer finishes before worker processes would pay off.
+# Below this many records one process finishes before worker processes would pay off.
 MULTIPROCESS_MIN_RECORDS = 5_000
-# Memory each writer (the parent and every worker) may use for postings before spilling to disk.
+# A segment's postings are held in memory until it is written (about 35 KB per record, so
+# ~3.5 GB per writer at this size); larger shares are written as several segments.
+MAX_SEGMENT_RECORDS = 100_000
+# Memory Whoosh's stock writer (updates) may use for postings before spilling to disk.
 WRITER_LIMIT_MB = 256
 # Callback told how many more records were handed to the writer (drives the progress bar).
 OnAdded = Callable[[int], None]
@@ -53,19 +61,135 @@ def add_records(
     on_commit: Callable[[], None] | None = None,
 ) -> None:
     """Add `records` to a fresh `index` and commit; raise if the index misses any of them."""
-    if procs > 1:
-        writer: SegmentWriter = _ParallelWriter(
-            index, procs=procs, multisegment=True, limitmb=WRITER_LIMIT_MB
-        )
-    else:
-        writer = index.writer(limitmb=WRITER_LIMIT_MB)
-    _feed(writer, records, writer.add_document, on_added, on_commit)
+    lock = index.lock("WRITELOCK")
+    if not lock.acquire(False):
+        raise LockError
+    storage = index.storage
+    try:
+        procs = max(1, min(procs, len(records)))
+        if procs == 1:
+            segments = _build_here(index, records, on_added, on_commit)
+        else:
+            segments = _build_in_workers(index, records, procs, on_added, on_commit)
+        toc = TOC.read(storage, index.indexname, schema=index.schema)
+        every_segment = toc.segments + [s for s in segments if s.doc_count_all()]
+        TOC(toc.schema, every_segment, toc.generation + 1).write(storage, index.indexname)
+        clean_files(storage, index.indexname, toc.generation + 1, every_segment)
+    finally:
+        # The per-document writers keep their column buffers in this shared temporary folder.
+        storage.temp_storage(f"{index.indexname}.tmp").destroy()
+        lock.release()
     with index.reader() as reader:
         indexed = reader.doc_count()
-    # Whoosh's multi-process commit drops a worker's segment silently when the worker died
-    # (it waits one second for each result); a short index must fail the build, not go live.
+    # A worker that died would leave its part of the records out; a short index must fail the
+    # build, not go live.
     if indexed != len(records):
         raise RuntimeError(f"the index holds {indexed} of {len(records)} records after commit")
+
+
+def _new_segment(index: Index) -> W3Segment:
+    return default_codec().new_segment(index.storage, index.indexname)
+
+
+def _build_here(index, records, on_added, on_commit):
+    segments = [_new_segment(index) for _ in _chunks(0, len(records))]
+    built = _build_segments(index, segments, records, 0, len(records), on_added)
+    if on_commit:
+        on_commit()
+    return built
+
+
+def _chunks(start: int, stop: int) -> list[tuple[int, int]]:
+    """[start, stop) cut into ranges of at most MAX_SEGMENT_RECORDS, one segment each."""
+    return [
+        (a, min(a + MAX_SEGMENT_RECORDS, stop)) for a in range(start, stop, MAX_SEGMENT_RECORDS)
+    ]
+
+
+def _build_segments(index, segments, records, start, stop, on_added) -> list:
+    built = []
+    for segment, (a, b) in zip(segments, _chunks(start, stop), strict=True):
+        builder = SegmentBuilder(index.storage, index.schema, segment)
+        _add_all(builder, records[a:b], on_added or (lambda count: None))
+        built.append(builder.finish())
+    return built
+
+
+def _add_all(builder: SegmentBuilder, records: Sequence[Record], report: OnAdded) -> None:
+    add = builder.add
+    pending = 0
+    for record in records:
+        add(to_document(record))
+        pending += 1
+        if pending == _REPORT_EVERY:
+            report(pending)
+            pending = 0
+    if pending:
+        report(pending)
+
+
+def _build_in_workers(index, records, procs, on_added, on_commit):
+    """Build the segments of each contiguous share of `records` in a forked worker."""
+    context = multiprocessing.get_context("fork")
+    share = -(-len(records) // procs)
+    # Segments (and their random ids) are made here: forked workers share a random state.
+    jobs = []
+    try:
+        for start in range(0, len(records), share):
+            stop = min(start + share, len(records))
+            segments = [_new_segment(index) for _ in _chunks(start, stop)]
+            receiver, sender = context.Pipe(duplex=False)
+            worker = context.Process(
+                target=_worker_main,
+                args=(index, segments, records, start, stop, sender, os.getpid()),
+                daemon=True,
+            )
+            worker.start()
+            sender.close()
+            jobs.append((worker, receiver))
+        return _collect(jobs, len(records), on_added, on_commit)
+    finally:
+        for worker, receiver in jobs:
+            if worker.is_alive():
+                worker.kill()
+            worker.join()
+            receiver.close()
+
+
+def _collect(jobs, total, on_added, on_commit):
+    segments = {}
+    added = 0
+    waiting = {receiver: number for number, (_, receiver) in enumerate(jobs)}
+    while waiting:
+        for receiver in wait(list(waiting)):
+            try:
+                kind, payload = receiver.recv()
+            except EOFError:
+                raise RuntimeError("an index writer process died") from None
+            if kind == "added":
+                added += payload
+                if on_added:
+                    on_added(payload)
+                if added == total and on_commit:
+                    on_commit()
+            elif kind == "done":
+                segments[waiting.pop(receiver)] = payload
+            else:
+                raise RuntimeError(f"an index writer process failed:\n{payload}")
+    return [segment for number in range(len(jobs)) for segment in segments[number]]
+
+
+def _worker_main(index, segments, records, start, stop, sender: Connection, parent: int) -> None:
+    # A worker outliving a killed build would keep writing into a directory being removed.
+    _die_with_parent()
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+    try:
+        report = lambda count: sender.send(("added", count))  # noqa: E731
+        sender.send(("done", _build_segments(index, segments, records, start, stop, report)))
+    except BaseException:
+        sender.send(("error", traceback.format_exc()))
+        raise
 
 
 def upsert_records(
@@ -102,52 +226,6 @@ def _feed(
     except BaseException:
         writer.cancel()
         raise
-
-
-class _WorkerTask(SubWriterTask):
-    """Whoosh's worker process, made to die with its parent.
-
-    A worker blocks on its job queue forever once the parent is gone, and it inherited the
-    parent's build lock; without this, a build killed with SIGKILL would leave workers behind
-    that keep the index directory locked.
-    """
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.parent_pid = os.getpid()
-
-    def run(self) -> None:
-        _die_with_parent()
-        if os.getppid() != self.parent_pid:  # the parent died before the line above
-            os._exit(1)
-        super().run()
-
-
-class _ParallelWriter(MpWriter):
-    """Whoosh's multi-process writer with workers that die with the parent or on cancel."""
-
-    def _new_task(self) -> SubWriterTask:
-        task = _WorkerTask(
-            self.storage,
-            self.indexname,
-            self.jobqueue,
-            self.resultqueue,
-            self.subargs,
-            self.multisegment,
-        )
-        self.tasks.append(task)
-        task.start()
-        return task
-
-    def cancel(self) -> None:
-        # MpWriter.cancel only flags its own copies of the task objects; the worker processes
-        # never see that flag and would wait on the job queue until the parent exits.
-        try:
-            for task in self.tasks:
-                task.terminate()
-                task.join()
-        finally:
-            SegmentWriter.cancel(self)
 
 
 _PR_SET_PDEATHSIG = 1
