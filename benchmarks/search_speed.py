@@ -356,12 +356,16 @@ def searchsvc_ranking_oracle(plain: Engine):
         fields = backend_queries.index_fields(SEARCH_FIELDS)
         boosts = {name: backend_queries.FIELD_BOOSTS.get(name, 1.0) for name in fields}
         b, k1 = backend_queries.BM25_B, backend_queries.BM25_K1
+        weighting = backend_queries.weighting()
     except (ImportError, AttributeError) as exc:
         log(f"no exact-ranking oracle: {exc}")
         return None
-    ranker = type(plain)(plain.index_dir, fields=fields, boosts=boosts, b=b, k1=k1)
+    ranker = type(plain)(plain.index_dir, fields=fields, boosts=boosts, weighting=weighting)
     ranker.open()
-    label = f"exact BM25F with searchsvc's fields {fields}, boosts {boosts}, B={b}, K1={k1}"
+    label = (
+        f"exact {type(weighting).__name__} (stock Whoosh scoring) with searchsvc's fields "
+        f"{fields}, boosts {boosts}, B={b}, K1={k1}"
+    )
     return label, ranker
 
 

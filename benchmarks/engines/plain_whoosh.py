@@ -52,7 +52,7 @@ def build_schema() -> fields.Schema:
 
 
 class PlainWhooshEngine(Engine):
-    """Options: fields (searched, default title/abstract/author names), b, k1, boosts."""
+    """Options: fields (searched, default title/abstract/author names), b, k1, boosts, weighting."""
 
     name = "plain_whoosh"
     description = "Whoosh 2.7.4, OR, BM25F, groupedby facets"
@@ -94,7 +94,8 @@ class PlainWhooshEngine(Engine):
         self.index = index.open_dir(str(self.index_dir))
         self.schema = self.index.schema
         boosts = dict(self.options.get("boosts") or {})
-        weighting = scoring.BM25F(
+        # `weighting`: a ready Whoosh WeightingModel (the exact-ranking oracle passes searchsvc's).
+        weighting = self.options.get("weighting") or scoring.BM25F(
             B=float(self.options.get("b", 0.75)),
             K1=float(self.options.get("k1", 1.2)),
             **{f"{name}_B": value for name, value in (self.options.get("field_b") or {}).items()},
