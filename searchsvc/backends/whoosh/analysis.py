@@ -30,6 +30,8 @@ _STOP_WORDS = frozenset(STOP_WORDS)
 # has millions of distinct tokens (numbers, identifiers), and a miss only costs the work again.
 _MAX_CACHED = 500_000
 _cache: dict[str, tuple[str, str | None]] = {}
+# Raw word -> what highlighting compares with query terms (see `highlight_terms`).
+_highlight_cache: dict[str, str] = {}
 
 
 def _fate(raw: str) -> tuple[str, str | None]:
@@ -74,12 +76,15 @@ def word_bounds(text: str) -> tuple[list[str], list[int], list[int]]:
 def highlight_terms(raws: Iterable[str]) -> dict[str, str]:
     """What Whoosh's highlighter compares with the query terms for each raw word: its stem, or
     for a stop word its folded text (Whoosh highlights with `removestops=False`)."""
-    cache = _cache
-    terms = {}
-    for raw in raws:
-        word, stem = cache[raw] if raw in cache else _fate(raw)
-        terms[raw] = word if stem is None else stem
-    return terms
+    cache = _highlight_cache
+    missing = [raw for raw in raws if raw not in cache]
+    if missing:
+        if len(cache) + len(missing) > _MAX_CACHED:
+            cache.clear()
+        for raw in missing:
+            word, stem = _cache[raw] if raw in _cache else _fate(raw)
+            cache[raw] = word if stem is None else stem
+    return {raw: cache[raw] for raw in raws}
 
 
 def name_words(text: str) -> list[str]:
