@@ -69,9 +69,6 @@ class _BufferReader(io.RawIOBase):
         super().close()
 
 
-_READ_BUFFER = 4096
-
-
 def _buffer_file_init(self, buf, name=None, onclose=None):
     # Stock Whoosh wraps the buffer in a BytesIO, which copies it: opening a reader copied each
     # segment's whole term table (a third of a second and ~100 MB per process at 40k records)
@@ -79,9 +76,7 @@ def _buffer_file_init(self, buf, name=None, onclose=None):
     # buffer in place instead; reads through the file interface see the same bytes.
     self._buf = buf
     self._name = name
-    # Buffered: pickle.load and the varint readers make many tiny reads, each a Python call on
-    # the raw reader (a tenth of a faceted search's time); the C buffer serves them in bulk.
-    self.file = io.BufferedReader(_BufferReader(buf), buffer_size=_READ_BUFFER)
+    self.file = _BufferReader(buf)
     self.onclose = onclose
     self.is_real = False
     self.is_closed = False
