@@ -203,7 +203,8 @@ def test_value_counts_and_top_values_equal_plain_counting(doc_values, data):
     )
     size = data.draw(st.integers(1, 12))
     expected = Counter(v for doc, values in enumerate(doc_values) if mask[doc] for v in values)
-    # Both ways of counting: over every entry (fraction 1) and over the matched ranges.
+    # Both ways of counting: over the matched ranges (fraction 1: unless every document
+    # matches) and over every entry (a huge fraction).
     fraction = data.draw(st.sampled_from([1, 10**9]))
     saved, facets._SPARSE_FRACTION = facets._SPARSE_FRACTION, fraction
     try:
@@ -213,3 +214,59 @@ def test_value_counts_and_top_values_equal_plain_counting(doc_values, data):
     assert {column.values[i]: int(n) for i, n in enumerate(counts) if n} == dict(expected)
     ranked = sorted(expected.items(), key=lambda item: (-item[1], item[0]))[:size]
     assert [(v.value, v.count) for v in column.top(counts, size)] == ranked
+
+
+# Skewed value lists (a few values on most documents, a long tail), as authors and categories are.
+_SKEWED_VALUES = st.lists(
+    st.lists(
+        st.one_of(
+            st.sampled_from("ab"),
+            st.sampled_from("cdefg"),
+            st.text("hijklmnopqrstuvwxyz", min_size=1, max_size=2),
+        ),
+        max_size=5,
+    ),
+    max_size=120,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc_values=_SKEWED_VALUES, data=st.data())
+def test_top_values_bounded_by_totals_equal_plain_counting(doc_values, data):
+    column = ValueColumn.from_pairs(list(enumerate(doc_values)))
+    mask = np.array(
+        data.draw(st.lists(st.booleans(), min_size=len(doc_values), max_size=len(doc_values))),
+        dtype=bool,
+    )
+    # Matches that avoid the most common values make the largest totals the worst guide.
+    avoided = data.draw(st.lists(st.sampled_from("abcdefg"), max_size=4))
+    mask &= np.array([not set(values) & set(avoided) for values in doc_values], dtype=bool)
+    size = data.draw(st.integers(1, 40))
+    selected = data.draw(st.lists(st.sampled_from("abcdh"), max_size=2))
+    expected = Counter(v for doc, values in enumerate(doc_values) if mask[doc] for v in values)
+    ranked = sorted(expected.items(), key=lambda item: (-item[1], item[0]))[:size]
+    # A huge sparse fraction: always the pass by value, which stops once no value left can rank;
+    # a first batch of one value makes it go round more often.
+    first = data.draw(st.sampled_from([1, 3, 32]))
+    saved = facets._SPARSE_FRACTION, facets._FIRST_VALUES
+    facets._SPARSE_FRACTION, facets._FIRST_VALUES = 10**9, first
+    try:
+        top = column.top_values(mask, size, selected)
+    finally:
+        facets._SPARSE_FRACTION, facets._FIRST_VALUES = saved
+    assert [(v.value, v.count) for v in top] == ranked
+    assert [v.selected for v in top] == [v.value in selected for v in top]
+    assert column.top_values(mask, size, selected) == top  # and the sparse way agrees
+
+
+def test_top_values_counts_only_the_values_that_can_rank():
+    # 40 values on every document, then 2,000 values on one document each: with every
+    # document matched, the top 10 is decided before the one-document values are counted.
+    doc_values = [[f"common{i:02}" for i in range(40)] for _ in range(50)]
+    doc_values += [[f"rare{i:04}"] for i in range(2000)]
+    column = ValueColumn.from_pairs(list(enumerate(doc_values)))
+    mask = np.ones(len(doc_values), dtype=bool)
+    top = column.top_values(mask, 10)
+    assert [(v.value, v.count) for v in top] == [(f"common{i:02}", 50) for i in range(10)]
+    ordinals, _ = column._by_total.counts_that_can_rank(mask, 10)
+    assert 10 <= len(ordinals) < 100

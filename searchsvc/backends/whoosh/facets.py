@@ -28,6 +28,8 @@ FACET_COLUMN = "facet_values"
 # Below one matched document in this many, counting gathers the matched documents' entries;
 # above it, one pass over every entry is cheaper.
 _SPARSE_FRACTION = 8
+# How many values (by total, at least twice the list's size) the bounded top-N counts first.
+_FIRST_VALUES = 32
 
 
 @dataclass
@@ -43,6 +45,7 @@ class ValueColumn:
     _word_start_values: np.ndarray | None = None
     # entry_offsets[d]:entry_offsets[d + 1] are document d's entries (entries are in doc order).
     _entry_offsets: np.ndarray | None = None
+    _by_total: _ValueMajor | None = None
 
     @classmethod
     def from_pairs(cls, doc_values: Sequence[tuple[int, Sequence[str]]]) -> ValueColumn:
@@ -103,6 +106,33 @@ class ValueColumn:
             self._entry_offsets = np.searchsorted(docs, np.arange(doc_count + 1))
         return self._entry_offsets
 
+    def top_values(
+        self, documents: np.ndarray, size: int, selected: Iterable[str] = ()
+    ) -> tuple[FacetValue, ...]:
+        """`top(counts(documents), size, selected)`, counting only the values that can make it.
+
+        With many matches, counting every value costs a pass over every entry (six million
+        author entries at a million records) and a scan of every count. But a value's count
+        cannot exceed its total: counting values from the largest total down, once `size`
+        values have a count above the largest total left, no value left can enter the list.
+        """
+        if size <= 0:
+            return ()
+        if int(np.count_nonzero(documents)) * _SPARSE_FRACTION < len(documents):
+            # Few matches: gathering their entries is cheaper than any pass by value.
+            return self.top(self.counts(documents), size, selected)
+        if self._by_total is None:
+            self._by_total = _ValueMajor.of(self)
+        ordinals, counts = self._by_total.counts_that_can_rank(documents, size)
+        keep = counts > 0
+        ordinals, counts = ordinals[keep], counts[keep]
+        order = np.lexsort((ordinals, -counts))[:size]
+        chosen = set(selected)
+        return tuple(
+            FacetValue(self.values[i], int(n), self.values[i] in chosen)
+            for i, n in zip(ordinals[order].tolist(), counts[order].tolist(), strict=True)
+        )
+
     def top(self, counts: np.ndarray, size: int, selected: Iterable[str] = ()) -> tuple:
         """The `size` values with the highest non-zero counts, ties by value."""
         present = np.flatnonzero(counts)
@@ -148,6 +178,52 @@ class ValueColumn:
         )
         self._word_start_values = np.asarray([o for _, o in pairs], dtype=np.int64)
         self._word_starts = [text for text, _ in pairs]
+
+
+@dataclass(frozen=True)
+class _ValueMajor:
+    """A column's entries grouped by value, values in descending order of their totals."""
+
+    ordinals: np.ndarray  # value ordinals, most documents first (ties by ordinal)
+    rising: np.ndarray  # their totals negated (ascending, for searchsorted); values with entries
+    starts: np.ndarray  # ordinals[i]'s documents are docs[starts[i]:starts[i + 1]]
+    docs: np.ndarray  # intp: numpy indexes with intp without converting every index first
+
+    @classmethod
+    def of(cls, column: ValueColumn) -> _ValueMajor:
+        totals = np.asarray(column.totals, dtype=np.int64)
+        ordinals = np.lexsort((np.arange(len(totals)), -totals))
+        ordinals = ordinals[totals[ordinals] > 0]
+        rank = np.empty(len(totals), dtype=np.int64)
+        rank[ordinals] = np.arange(len(ordinals))
+        by_rank = np.argsort(rank[column.entry_value], kind="stable")
+        docs = np.asarray(column.entry_doc, dtype=np.intp)[by_rank]
+        starts = np.concatenate(([0], np.cumsum(totals[ordinals])))
+        return cls(ordinals, -totals[ordinals], starts, docs)
+
+    def counts_that_can_rank(self, documents: np.ndarray, size: int) -> tuple:
+        """(ordinals, counts) of a prefix of the values by total that holds the top `size`.
+
+        Every value left out has a total, and so a count, below the size-th largest count
+        found; a value whose total equals it is counted, since it could tie and come first.
+        """
+        counts = np.zeros(len(self.ordinals), dtype=np.int64)
+        done, end = 0, min(len(self.ordinals), max(2 * size, _FIRST_VALUES))
+        while done < end:
+            first, last = self.starts[done], self.starts[end]
+            # Every counted value has entries, so no range is empty (reduceat would misread one).
+            counts[done:end] = np.add.reduceat(
+                documents[self.docs[first:last]], self.starts[done:end] - first, dtype=np.int64
+            )
+            done = end
+            found = counts[:done][counts[:done] > 0]
+            if len(found) >= size:
+                kth = np.partition(found, len(found) - size)[len(found) - size]
+                # Values are in descending total order: those with a total >= kth come first.
+                end = max(done, int(np.searchsorted(self.rising, -kth, side="right")))
+            else:
+                end = min(len(self.ordinals), 4 * done)
+        return self.ordinals[:done], counts[:done]
 
 
 @dataclass
@@ -256,5 +332,5 @@ def disjunctive_counts(
             if other != facet:
                 documents &= mask
         column = table.columns[facet]
-        result[facet] = column.top(column.counts(documents), size, selected.get(facet, ()))
+        result[facet] = column.top_values(documents, size, selected.get(facet, ()))
     return result
