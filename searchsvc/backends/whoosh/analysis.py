@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from whoosh.analysis import STOP_WORDS
 from whoosh.support.charset import accent_map
@@ -85,6 +85,15 @@ def highlight_terms(raws: Iterable[str]) -> dict[str, str]:
             word, stem = _cache[raw] if raw in _cache else _fate(raw)
             cache[raw] = word if stem is None else stem
     return {raw: cache[raw] for raw in raws}
+
+
+def matched_words(words: Iterable[str], terms: Collection[str]) -> dict[str, str]:
+    """The distinct raw words among `words` whose highlight term is in `terms`, with it."""
+    distinct = set(words)
+    # Once a text's words are all known (the usual case), look them up in the cache itself
+    # rather than copying every one into a new mapping first.
+    known = _highlight_cache if distinct <= _highlight_cache.keys() else highlight_terms(distinct)
+    return {word: term for word in distinct if (term := known[word]) in terms}
 
 
 def name_words(text: str) -> list[str]:

@@ -18,7 +18,7 @@ from html import escape
 
 from whoosh.highlight import DEFAULT_CHARLIMIT, Formatter, Fragment, get_text
 
-from searchsvc.backends.whoosh.analysis import highlight_terms, word_bounds
+from searchsvc.backends.whoosh.analysis import matched_words, word_bounds
 from searchsvc.records import Record
 
 ELLIPSIS = "…"
@@ -188,7 +188,7 @@ def _context_fragments(text: str, terms: frozenset[str]) -> list[Fragment]:
 
 def _hits(words: list[str], terms: frozenset[str]) -> dict[str, str]:
     """The distinct raw words whose analysed form is a query term, with that term."""
-    return {word: term for word, term in highlight_terms(set(words)).items() if term in terms}
+    return matched_words(words, terms)
 
 
 def _fragment(text: str, matches: list[_Match], first: int | None, endchar: int) -> Fragment:
