@@ -72,3 +72,14 @@ def test_the_cache_is_bounded(monkeypatch) -> None:
     analysis.text_words("alpha beta gamma delta epsilon")
     assert len(analysis._cache) <= 3
     assert analysis.text_words("alpha beta")[1] == [("alpha", "alpha"), ("beta", "beta")]
+
+
+def test_folding_leaves_lowercase_ascii_alone_so_ascii_words_skip_it():
+    # analysis._lower_folded only translates non-ASCII words; that holds while accent_map maps
+    # every lowercase ASCII character to itself.
+    from whoosh.support.charset import accent_map
+
+    ascii_text = "".join(chr(c) for c in range(128))
+    assert ascii_text.lower().translate(accent_map) == ascii_text.lower()
+    for word in ("ÉCOLE", "Résumé", "Straße", "Network"):
+        assert analysis._lower_folded(word) == word.lower().translate(accent_map)

@@ -34,8 +34,14 @@ _cache: dict[str, tuple[str, str | None]] = {}
 _highlight_cache: dict[str, str] = {}
 
 
+def _lower_folded(raw: str) -> str:
+    word = raw.lower()
+    # accent_map maps lowercase ASCII to itself: only other text needs the (slower) translate.
+    return word if word.isascii() else word.translate(accent_map)
+
+
 def _fate(raw: str) -> tuple[str, str | None]:
-    word = raw.lower().translate(accent_map)
+    word = _lower_folded(raw)
     stopped = len(word) < _MIN_WORD or word in _STOP_WORDS
     fate = (word, None if stopped else snowball_english(word))
     if len(_cache) >= _MAX_CACHED:
@@ -98,7 +104,7 @@ def matched_words(words: Iterable[str], terms: Collection[str]) -> dict[str, str
 
 def name_words(text: str) -> list[str]:
     """The words of an author-name text: lowercased and accent-folded, nothing dropped."""
-    return [raw.lower().translate(accent_map) for raw in _TOKEN.findall(text)]
+    return [_lower_folded(raw) for raw in _TOKEN.findall(text)]
 
 
 def token_count(text: str) -> int:
