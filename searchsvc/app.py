@@ -9,6 +9,7 @@ from flask import Flask
 
 from searchsvc import api, service
 from searchsvc import config as settings
+from searchsvc.api.encoding import JSONProvider
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -19,8 +20,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """
     app = Flask(__name__)
     app.config.from_mapping(settings.load(config))
-    # Keep keys in the documented order (records, facets, the understood query).
-    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.json = JSONProvider(app)
     service.init_app(app)
     api.init_app(app)
     _init_web(app)
