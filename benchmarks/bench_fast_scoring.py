@@ -219,7 +219,7 @@ def run(root: Path, corpus, count: int, k: int) -> None:
 
 def cold_costs(reader, timed_set, snapshot_arrays) -> dict:
     """Time the one-off work: live mask, length columns, posting lists (two ways each)."""
-    from searchsvc.backends.whoosh import postings as postings_module
+    from searchsvc.backends.whoosh import posting_blocks
 
     rows = []
     started = time.perf_counter()
@@ -247,9 +247,9 @@ def cold_costs(reader, timed_set, snapshot_arrays) -> dict:
     for label, decode in (
         (
             "block by block, ids and weights read from the block bytes",
-            postings_module._decode_blocks,
+            posting_blocks.decode_blocks,
         ),
-        ("per posting via the Matcher (id/weight/next)", postings_module._decode_matcher),
+        ("per posting via the Matcher (id/weight/next)", posting_blocks.decode_matcher),
     ):
         started = time.perf_counter()
         for field, btext in btexts:
@@ -257,9 +257,9 @@ def cold_costs(reader, timed_set, snapshot_arrays) -> dict:
                 if (field, btext) in leaf:
                     matcher = leaf.postings(field, btext)
                     if label.startswith("block") and not isinstance(
-                        matcher, postings_module.W3LeafMatcher
+                        matcher, posting_blocks.W3LeafMatcher
                     ):
-                        postings_module._decode_matcher(matcher)
+                        posting_blocks.decode_matcher(matcher)
                     else:
                         decode(matcher)
         seconds = time.perf_counter() - started

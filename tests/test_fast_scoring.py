@@ -42,11 +42,10 @@ from whoosh import query
 
 from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.lexicons import Lexicon
+from searchsvc.backends.whoosh.posting_blocks import _block_weights, _parse_block
 from searchsvc.backends.whoosh.postings import (
     LENGTH_OF_BYTE,
     SnapshotArrays,
-    _block_weights,
-    _parse_block,
     arrays_for,
     reader_signature,
 )
@@ -218,6 +217,8 @@ def index_case(request, tmp_path_factory):
 def whoosh_page(searcher, q, mask, k, offset, exact=False):
     """Whoosh's page: its top-k collector, or (`exact`) its ranking of every match."""
     allowed = None if mask is None else set(np.flatnonzero(mask).tolist())
+    if allowed == set():
+        return []  # Whoosh takes an empty filter set for no filter at all
     results = searcher.search(q, limit=None if exact else offset + k, filter=allowed)
     return results.top_n[offset : offset + k]
 
@@ -571,11 +572,21 @@ def test_equal_scores_are_ordered_by_document_number():
     assert docnums.tolist() == [2, 4, 5]
 
 
-def test_decoded_posting_lists_are_whooshs(index_case):
-    """Every posting list, read block by block, holds what Whoosh's matcher gives."""
+def _without_posting_arrays(arrays: SnapshotArrays) -> SnapshotArrays:
+    """The arrays decoding Whoosh's blocks for every segment, as for an index without files."""
+    arrays._sidecars = [None] * len(arrays._sidecars)
+    return arrays
+
+
+@pytest.mark.parametrize("source", ["posting arrays", "blocks"])
+def test_decoded_posting_lists_are_whooshs(index_case, source):
+    """Every posting list, mapped or read block by block, holds what Whoosh's matcher gives."""
     searcher, _, vocabulary = index_case
     reader = searcher.reader()
     arrays = SnapshotArrays(reader)
+    assert all(arrays._sidecars)  # builds and updates write every segment's file
+    if source == "blocks":
+        arrays = _without_posting_arrays(arrays)
     for field, text in vocabulary:
         postings = arrays.postings(reader, field, text)
         btext = reader.schema[field].to_bytes(text)
@@ -629,12 +640,14 @@ def test_length_bytes_decode_to_whooshs_lengths(index_case):
 def test_posting_cache_stays_within_its_byte_budget(index_case):
     searcher, arrays, vocabulary = index_case
     reader = searcher.reader()
-    small = SnapshotArrays(reader, postings_budget=4_000)
+    # Only lists decoded from blocks are cached (mapped ones are sliced again when asked for).
+    small = _without_posting_arrays(SnapshotArrays(reader, postings_budget=4_000))
     for field, text in vocabulary[:200]:
         expected = arrays.postings(reader, field, text)
         got = small.postings(reader, field, text)
         assert np.array_equal(got.docs, expected.docs)
         assert small.postings_nbytes <= 4_000
+    assert len(small._postings) > 0
 
 
 def test_a_changed_index_gets_fresh_arrays(tmp_path):

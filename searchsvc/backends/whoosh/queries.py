@@ -14,7 +14,7 @@ from whoosh.qparser import FieldAliasPlugin, FuzzyTermPlugin, MultifieldParser, 
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.expansion import LexiconOf, QueryRewriter
-from searchsvc.backends.whoosh.schema import build_schema
+from searchsvc.backends.whoosh.schema import QUERY_FIELDS, build_schema
 from searchsvc.backends.whoosh.scoring import ProbabilisticBM25F
 from searchsvc.errors import QueryError
 from searchsvc.records import MAX_YEAR, MIN_YEAR
@@ -28,8 +28,7 @@ BM25_K1 = 1.2
 
 # SearchRequest.fields -> index fields. Title and abstract together are `content`.
 REQUEST_FIELDS = {"title": "title", "abstract": "abstract", "authors": "author_names"}
-# Field prefixes a query may use; `author:` searches the words of author names.
-QUERY_FIELDS = ("title", "abstract", "content", "author_names", "category", "year")
+# Field prefixes a query may use are schema.QUERY_FIELDS; `author:` searches author-name words.
 FIELD_ALIASES = {"author_names": ["author", "authors"], "category": ["categories"]}
 
 # Limits that keep any query cheap.

@@ -15,6 +15,9 @@ from whoosh.support.charset import accent_map
 
 # Bump when the schema or analysis changes in a way that needs a rebuild.
 SCHEMA_VERSION = 2
+# The fields a query may search (queries.py parses against these alone), so the only fields whose
+# posting lists ranking reads: posting_arrays.py saves theirs.
+QUERY_FIELDS = ("title", "abstract", "content", "author_names", "category", "year")
 
 _ENGLISH = Stemmer.Stemmer("english")
 # PyStemmer's own cache (10,000 words by default) makes a stem 4-6x slower once a corpus has

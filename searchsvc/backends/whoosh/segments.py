@@ -26,6 +26,11 @@ from whoosh.system import pack_uint
 from whoosh.util.numeric import length_to_byte
 
 from searchsvc.backends.whoosh.analysis import name_words, text_words, token_count
+from searchsvc.backends.whoosh.posting_arrays import (
+    PostingArraysWriter,
+    array_fields,
+    sidecar_path,
+)
 from searchsvc.backends.whoosh.segment_postings import (
     Posting,
     SegmentPostingsWriter,
@@ -272,6 +277,10 @@ class SegmentBuilder:
         segment = self._segment
         segment.set_doc_count(self.doc_count)
         writer = SegmentPostingsWriter(self._storage, segment)
+        # The postings pass through here in order anyway: saving them as flat arrays too
+        # (posting_arrays.py) costs little, and spares searches decoding Whoosh's blocks.
+        arrays = PostingArraysWriter()
+        array_names = set(array_fields(self._schema))
         # Only fields with postings: Whoosh numbers a field in the term index when it meets
         # the field's first posting.
         names = {
@@ -289,10 +298,17 @@ class SegmentBuilder:
             else:
                 length_bytes = self._length_bytes.get(name) if field.scorable else None
                 terms = _field_terms(self._postings.pop(name))
+                if name in array_names:
+                    terms = arrays.record(name, terms)
                 writer.add_field(name, terms, packing, length_bytes)
         writer.close()
         if segment.should_assemble():
+            # Before the arrays file: the compound file takes every file named after the segment.
             segment.create_compound_file(self._storage)
+        folder = getattr(self._storage, "folder", None)
+        if folder:  # a directory to map the file from (not a RamStorage)
+            segment_id = segment.segment_id()
+            arrays.write(sidecar_path(folder, segment_id), segment_id, self.doc_count)
         return segment
 
 

@@ -3,8 +3,9 @@
 Layout of an index directory::
 
     CURRENT             one line: the name of the live generation (replaced with os.replace)
-    gen-<stamp>-<pid>/  a complete Whoosh index plus searchsvc.json (build metadata) and
+    gen-<stamp>-<pid>/  a complete Whoosh index plus searchsvc.json (build metadata),
                         facets.npz (the facet arrays of its latest state, see facet_arrays.py)
+                        and a MAIN_<segment>.postarrays per segment (posting_arrays.py)
     build-<stamp>-<pid>/  a build in progress; never read; removed on failure or by the next build
     .lock               fcntl lock held by the one process building or updating
 
@@ -31,6 +32,10 @@ from whoosh.index import Index
 
 from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.facet_arrays import facet_arrays_bytes
+from searchsvc.backends.whoosh.posting_arrays import (
+    remove_leftover_files,
+    write_missing_posting_arrays,
+)
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION, build_schema
 from searchsvc.errors import BuildInProgress, IndexUnavailable
 from searchsvc.records import Record
@@ -136,6 +141,8 @@ class IndexDirectory:
                 index = whoosh_index.create_in(str(build_dir), build_schema())
                 yield index
                 _save_facet_arrays(index, build_dir)
+                # The fast writer saved every segment's; one written by Whoosh's gets them here.
+                write_missing_posting_arrays(index)
                 metadata.setdefault("built_at", datetime.now(UTC).isoformat())
                 metadata["schema_version"] = SCHEMA_VERSION
                 _write_atomically(build_dir / METADATA, json.dumps(metadata, indent=2))
@@ -160,6 +167,10 @@ class IndexDirectory:
             # The update committed a new Whoosh generation in place: save its arrays before a
             # new process opens it (one that opens it earlier computes them, as before).
             _save_facet_arrays(index, self.live_path())
+            # Segments Whoosh's writer added or merged have no posting arrays yet; those of
+            # merged-away segments went with them (Whoosh deletes files named after a segment).
+            remove_leftover_files(self.live_path())
+            write_missing_posting_arrays(index)
             meta_path = self.live_path() / METADATA
             saved = self.metadata()
             saved.update(metadata)
