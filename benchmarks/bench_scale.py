@@ -153,7 +153,7 @@ def measure_size(size: int, args: argparse.Namespace, queries: Path) -> dict:
         log(f"{label}: reusing {index_dir}")
     else:
         row["build"] = build(corpus, index_dir, size, args)
-    row["build_index_mb"] = tree_size(index_dir) / 1e6
+    row["build_index_mb"] = live_size(index_dir) / 1e6
     row["search"] = search(index_dir, queries, args)
     return row
 
@@ -300,6 +300,14 @@ def proc_kib(pid: int, name: str, key: str) -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+def live_size(index_dir: Path) -> int:
+    """Bytes of the live generation: the directory also keeps the previous one for a while."""
+    current = index_dir / "CURRENT"
+    if not current.is_file():
+        return tree_size(index_dir)
+    return tree_size(index_dir / current.read_text(encoding="utf-8").strip())
 
 
 def tree_size(path: Path) -> int:

@@ -88,3 +88,20 @@ def build_index(root: Path, records: Iterable[Record] = FIXTURE_RECORDS) -> Inde
             writer.add_document(**to_document(record))
         writer.commit()
     return directory
+
+
+def multi_block_records(count: int = 300, start: int = 0) -> list[Record]:
+    """Records whose common words and facet values have posting lists of several blocks (Whoosh
+    writes 128 postings a block), numbered from `start`: ids 2400.00000, 2400.00001, ..."""
+    return [
+        Record(
+            id=f"2400.{n:05d}",
+            title=f"Scheduling {'graphs' if n % 3 else 'caches'} number {n}",
+            abstract=" ".join(["learning deep models"] * (1 + n % 7) + [f"w{n}"] * 3),
+            authors=("Aditya Akella", f"Author {n % 11}"),
+            year=2000 + n % 4,
+            categories=("cs.DC", "cs.LG") if n % 2 else ("cs.LG",),
+            source="arXiv",
+        )
+        for n in range(start, start + count)
+    ]

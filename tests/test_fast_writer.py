@@ -25,7 +25,7 @@ from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.writing import add_records
 from searchsvc.records import Record
 from searchsvc.sources import read_records
-from tests.support import FIXTURE_RECORDS
+from tests.support import FIXTURE_RECORDS, multi_block_records
 
 ROOT = Path(__file__).resolve().parent.parent
 KAGGLE_SAMPLE = ROOT.parent / "shared" / "data" / "arxiv-kaggle-sample"
@@ -66,21 +66,6 @@ def _records(draw) -> list[Record]:
             )
         )
     return records
-
-
-def _long_records(count: int = 300) -> list[Record]:
-    """Records whose common words and facet values have posting lists of several blocks."""
-    return [
-        Record(
-            id=f"long-{number}",
-            title=f"Scheduling {'graphs' if number % 3 else 'caches'} number {number}",
-            abstract=" ".join(["learning deep models"] * (1 + number % 7) + [f"w{number}"] * 3),
-            authors=("Aditya Akella", f"Author {number % 11}"),
-            year=2000 + number % 4,
-            categories=("cs.DC", "cs.LG") if number % 2 else ("cs.LG",),
-        )
-        for number in range(count)
-    ]
 
 
 # -- building --------------------------------------------------------------------------------
@@ -219,17 +204,17 @@ def test_kaggle_sample_gives_whooshs_index(tmp_path: Path) -> None:
 
 
 def test_posting_lists_of_several_blocks_give_whooshs_index(tmp_path: Path) -> None:
-    _assert_same(tmp_path, _long_records())
+    _assert_same(tmp_path, multi_block_records())
 
 
 def test_two_worker_segments_give_whooshs_segments(tmp_path: Path) -> None:
-    _assert_same(tmp_path, _long_records(), procs=2)
+    _assert_same(tmp_path, multi_block_records(), procs=2)
 
 
 def test_large_shares_are_written_as_several_segments(tmp_path: Path, monkeypatch) -> None:
     # Bounded segments keep a writer's memory bounded; each worker writes its share in order.
     monkeypatch.setattr(writing, "MAX_SEGMENT_RECORDS", 40)
-    records = _long_records()
+    records = multi_block_records()
     ranges = [
         (a, min(a + 40, share + 150)) for share in (0, 150) for a in range(share, share + 150, 40)
     ]
@@ -256,7 +241,7 @@ def test_hostile_records_give_whooshs_index(tmp_path_factory, records: list[Reco
 
 
 def test_storage_has_no_leftover_temporary_files(tmp_path: Path) -> None:
-    _fast_build(tmp_path / "fast", _long_records(50), procs=2)
+    _fast_build(tmp_path / "fast", multi_block_records(50), procs=2)
     leftovers = [name for name in FileStorage(str(tmp_path / "fast")).list() if "tmp" in name]
     assert leftovers == []
 

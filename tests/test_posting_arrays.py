@@ -26,35 +26,20 @@ from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.indexer import build_index_from_records, update_index_from_records
 from searchsvc.query import FACETS, SearchRequest
-from searchsvc.records import Record
 from searchsvc.sources import read_records
-from tests.support import FIXTURE_RECORDS, build_index
+from tests.support import FIXTURE_RECORDS, build_index, multi_block_records
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = ("scheduling", "learning deep models", "caches OR graphs", "akella", "category:cs.DC")
-
-
-def _records(count: int, start: int = 0) -> list[Record]:
-    """Records whose common words have posting lists of several blocks, over several segments."""
-    return [
-        Record(
-            id=f"2400.{n:05d}",
-            title=f"Scheduling {'graphs' if n % 3 else 'caches'} number {n}",
-            abstract=" ".join(["learning deep models"] * (1 + n % 7) + [f"w{n}"] * 3),
-            authors=("Aditya Akella", f"Author {n % 11}"),
-            year=2000 + n % 4,
-            categories=("cs.DC", "cs.LG") if n % 2 else ("cs.LG",),
-            source="arXiv",
-        )
-        for n in range(start, start + count)
-    ]
 
 
 @pytest.fixture
 def segmented(tmp_path, monkeypatch) -> IndexDirectory:
     """An index built by the fast writer in two processes, as segments of at most 40 records."""
     monkeypatch.setattr(writing, "MAX_SEGMENT_RECORDS", 40)
-    build_index_from_records([*FIXTURE_RECORDS, *_records(300)], tmp_path / "index", procs=2)
+    build_index_from_records(
+        [*FIXTURE_RECORDS, *multi_block_records(300)], tmp_path / "index", procs=2
+    )
     return IndexDirectory(tmp_path / "index")
 
 
@@ -137,9 +122,9 @@ def test_an_update_with_deletions_gives_whooshs_postings_and_answers(segmented):
     before = _sidecars(segmented)
     with segmented.update() as index:
         writer = index.writer()
-        for record in _records(30):
+        for record in multi_block_records(30):
             writer.update_document(**to_document(replace(record, title="Revised caches")))
-        writer.add_document(**to_document(_records(1, start=900)[0]))
+        writer.add_document(**to_document(multi_block_records(1, start=900)[0]))
         writer.commit(merge=False)  # the replaced documents stay, deleted, in their segments
 
     with segmented.open().reader() as reader:
@@ -153,8 +138,11 @@ def test_an_update_with_deletions_gives_whooshs_postings_and_answers(segmented):
 
 
 def test_an_upsert_by_the_indexer_gives_whooshs_postings(segmented):
-    replaced = [replace(r, title="Revised caches", authors=("Grace Hopper",)) for r in _records(30)]
-    update_index_from_records([*replaced, *_records(5, start=900)], segmented.root)
+    replaced = [
+        replace(r, title="Revised caches", authors=("Grace Hopper",))
+        for r in multi_block_records(30)
+    ]
+    update_index_from_records([*replaced, *multi_block_records(5, start=900)], segmented.root)
 
     assert set(_sidecars(segmented)) == _segment_ids(segmented)
     _assert_postings_are_whooshs(segmented, mapped_segments=len(_segment_ids(segmented)))
@@ -166,7 +154,7 @@ def test_arrays_of_merged_away_segments_are_removed(segmented):
     with segmented.update() as index:
         writer = index.writer()
         writer.delete_by_term("id", "2400.00007")
-        writer.add_document(**to_document(_records(1, start=700)[0]))
+        writer.add_document(**to_document(multi_block_records(1, start=700)[0]))
         writer.commit(optimize=True)  # every segment merged into one
 
     after = _sidecars(segmented)
@@ -189,7 +177,7 @@ def test_no_temporary_file_is_left_and_a_killed_writers_one_is_removed(segmented
     leftover = generation / f".{name}.1234.5678.tmp"
     leftover.write_bytes(b"half-written")
 
-    update_index_from_records(_records(1, start=800), segmented.root)
+    update_index_from_records(multi_block_records(1, start=800), segmented.root)
 
     assert not leftover.exists()
 

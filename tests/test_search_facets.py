@@ -193,14 +193,16 @@ _VALUE_LISTS = st.lists(
 )
 
 
+def _draw_mask(data, count: int) -> np.ndarray:
+    """Which of `count` documents match, drawn."""
+    return np.array(data.draw(st.lists(st.booleans(), min_size=count, max_size=count)), dtype=bool)
+
+
 @settings(max_examples=300, deadline=None)
 @given(doc_values=_VALUE_LISTS, data=st.data())
 def test_value_counts_and_top_values_equal_plain_counting(doc_values, data):
     column = ValueColumn.from_pairs(list(enumerate(doc_values)))
-    mask = np.array(
-        data.draw(st.lists(st.booleans(), min_size=len(doc_values), max_size=len(doc_values))),
-        dtype=bool,
-    )
+    mask = _draw_mask(data, len(doc_values))
     size = data.draw(st.integers(1, 12))
     expected = Counter(v for doc, values in enumerate(doc_values) if mask[doc] for v in values)
     # Both ways of counting: over the matched ranges (fraction 1: unless every document
@@ -234,10 +236,7 @@ _SKEWED_VALUES = st.lists(
 @given(doc_values=_SKEWED_VALUES, data=st.data())
 def test_top_values_bounded_by_totals_equal_plain_counting(doc_values, data):
     column = ValueColumn.from_pairs(list(enumerate(doc_values)))
-    mask = np.array(
-        data.draw(st.lists(st.booleans(), min_size=len(doc_values), max_size=len(doc_values))),
-        dtype=bool,
-    )
+    mask = _draw_mask(data, len(doc_values))
     # Matches that avoid the most common values make the largest totals the worst guide.
     avoided = data.draw(st.lists(st.sampled_from("abcdefg"), max_size=4))
     mask &= np.array([not set(values) & set(avoided) for values in doc_values], dtype=bool)
