@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,6 +53,38 @@ def test_word_bounds_and_terms_match_what_whoosh_highlights(text: str) -> None:
     spans = [(terms[w], s, e) for w, s, e in zip(words, starts, ends, strict=True)]
     assert spans == _whoosh_highlight_tokens(text)
     assert [text[s:e] for s, e in zip(starts, ends, strict=True)] == words
+
+
+_ASCII_PIECES = st.sampled_from(
+    [
+        "the", "a", "Scheduling", "U.S.A.", "v1.2", "3.14", "e.g.", "x_1", "_", ".", "..",
+        ".a", "a.", "a..b", "GPU-based", "don't", "$\\alpha$", "\n", "\t", "  ", ",", "(", "~",
+    ]
+)  # fmt: skip
+_ASCII_TEXTS = st.one_of(
+    st.lists(_ASCII_PIECES, max_size=200).map(" ".join),
+    st.lists(_ASCII_PIECES, max_size=200).map("".join),
+    st.text(st.characters(max_codepoint=127), max_size=600),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ASCII_TEXTS)
+def test_array_split_of_ascii_text_equals_the_regex_split(text: str) -> None:
+    # Long ASCII texts (abstracts) take the array path; it must find the regex's very tokens.
+    parts = analysis._SPLIT.split(text)
+    offsets = [0, *itertools.accumulate(map(len, parts))]
+    expected = (parts[1::2], offsets[1:-1:2], offsets[2::2])
+    assert analysis._ascii_word_bounds(text) == expected
+
+
+def test_long_ascii_text_takes_the_array_split_and_highlights_as_whoosh() -> None:
+    text = "Schedulers (e.g. U.S.A. v1.2) cache x_1, don't they? " * 20
+    assert len(text) >= analysis._ARRAY_SPLIT_MIN_CHARS
+    words, starts, ends = analysis.word_bounds(text)
+    terms = analysis.highlight_terms(words)
+    spans = [(terms[w], s, e) for w, s, e in zip(words, starts, ends, strict=True)]
+    assert spans == _whoosh_highlight_tokens(text)
 
 
 @settings(max_examples=300, deadline=None)
