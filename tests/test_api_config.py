@@ -33,6 +33,13 @@ def test_a_bad_environment_value_names_the_variable():
         config.load(environ={"SEARCHSVC_CACHE_MAX_AGE": "soon"})
 
 
+@pytest.mark.parametrize("level", ["4", "-1", "fast"])
+def test_a_gzip_level_outside_isal_levels_is_refused_at_start(level):
+    with pytest.raises(ValueError, match="SEARCHSVC_GZIP_LEVEL"):
+        config.load(environ={"SEARCHSVC_GZIP_LEVEL": level})
+    assert config.load(environ={"SEARCHSVC_GZIP_LEVEL": "3"})["GZIP_LEVEL"] == 3
+
+
 def test_create_app_reads_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("SEARCHSVC_INDEX_DIR", str(tmp_path))
     app = create_app()
