@@ -126,9 +126,13 @@ def matched_words(words: Iterable[str], terms: Collection[str]) -> dict[str, str
     """The distinct raw words among `words` whose highlight term is in `terms`, with it."""
     distinct = set(words)
     # Once a text's words are all known (the usual case), look them up in the cache itself
-    # rather than copying every one into a new mapping first.
-    known = _highlight_cache if distinct <= _highlight_cache.keys() else highlight_terms(distinct)
-    return {word: term for word in distinct if (term := known[word]) in terms}
+    # rather than copying every one into a new mapping first; a word not seen before ends
+    # that attempt, and the text's words are then analysed into the cache.
+    try:
+        return {word: term for word in distinct if (term := _highlight_cache[word]) in terms}
+    except KeyError:
+        known = highlight_terms(distinct)
+        return {word: term for word in distinct if (term := known[word]) in terms}
 
 
 def name_words(text: str) -> list[str]:
