@@ -44,8 +44,12 @@ class MarkFormatter(Formatter):
         return f"<mark>{escape(get_text(text, token, replace), quote=False)}</mark>"
 
     def format_fragment(self, fragment: Fragment, replace: bool = False) -> str:
+        return self._format_fragment(fragment, _math_spans(fragment.text), replace)
+
+    def _format_fragment(
+        self, fragment: Fragment, math: list[tuple[int, int]], replace: bool
+    ) -> str:
         text = fragment.text
-        math = [m.span() for m in _MATH.finditer(text)]
         output = []
         index = fragment.startchar
         for token in fragment.matches:
@@ -63,12 +67,17 @@ class MarkFormatter(Formatter):
         if not fragments:
             return ""
         text = fragments[0].text
-        body = self.between.join(self.format_fragment(f, replace) for f in fragments)
+        math = _math_spans(text)  # once per text, not once per fragment
+        body = self.between.join(self._format_fragment(f, math, replace) for f in fragments)
         # Only a cut that drops words earns an ellipsis; stray punctuation is kept instead.
         before, after = text[: fragments[0].startchar], text[fragments[-1].endchar :]
         before = ELLIPSIS if _WORD.search(before) else self._text(before.strip())
         after = ELLIPSIS if _WORD.search(after) else self._text(after.strip())
         return f"{before}{body}{after}"
+
+
+def _math_spans(text: str) -> list[tuple[int, int]]:
+    return [match.span() for match in _MATH.finditer(text)]
 
 
 _FORMATTER = MarkFormatter()
