@@ -14,6 +14,7 @@ from whoosh.qparser import FieldAliasPlugin, FuzzyTermPlugin, MultifieldParser, 
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.expansion import LexiconOf, QueryRewriter
+from searchsvc.backends.whoosh.plain_queries import PlainParser
 from searchsvc.backends.whoosh.schema import QUERY_FIELDS, build_schema
 from searchsvc.backends.whoosh.scoring import ProbabilisticBM25F
 from searchsvc.errors import QueryError
@@ -98,14 +99,17 @@ def parse(
     cleaned = _YEAR_SPAN.sub(
         lambda m: f"year:[{m.group(1) or MIN_YEAR} TO {m.group(2) or MAX_YEAR}]", cleaned
     )
-    parser = _parser(index_fields(request_fields))
-    try:
-        parsed = parser.parse(cleaned)
-    except RecursionError as exc:
-        raise QueryError("the query is nested too deeply") from exc
-    except Exception as exc:  # the parser has no error type of its own for odd input
-        raise QueryError(f"cannot parse the query: {exc}") from exc
-    _check_errors(parsed)
+    search_fields = index_fields(request_fields)
+    # Plain words (most queries) skip Whoosh's parser for the same query: see plain_queries.py.
+    parsed = _plain_parser(search_fields).parse(cleaned)
+    if parsed is None:
+        try:
+            parsed = _parser(search_fields).parse(cleaned)
+        except RecursionError as exc:
+            raise QueryError("the query is nested too deeply") from exc
+        except Exception as exc:  # the parser has no error type of its own for odd input
+            raise QueryError(f"cannot parse the query: {exc}") from exc
+        _check_errors(parsed)
     rewritten = QueryRewriter(reader, exact_values, lexicon, cleaned).rewrite(parsed)
     if isinstance(rewritten, query.Every):
         rewritten = query.Every()
@@ -146,6 +150,11 @@ def _parser(search_fields: tuple[str, ...]) -> MultifieldParser:
     parser.add_plugin(FuzzyTermPlugin())
     parser.add_plugin(FieldAliasPlugin(FIELD_ALIASES))
     return parser
+
+
+@lru_cache(maxsize=16)
+def _plain_parser(search_fields: tuple[str, ...]) -> PlainParser:
+    return PlainParser(_parser(search_fields))
 
 
 def _check_limits(text: str) -> None:
