@@ -12,6 +12,7 @@ from whoosh import query
 from whoosh.qparser import AndGroup, MultifieldParser, OrGroup, QueryParser
 
 from searchsvc.backends.whoosh import queries
+from searchsvc.backends.whoosh.expansion import QueryRewriter
 from searchsvc.backends.whoosh.plain_queries import OPERATOR_WORDS, PlainParser
 
 REQUEST_FIELD_CHOICES = [
@@ -73,6 +74,16 @@ def test_plain_text_gives_the_parsers_query_for_every_field_choice(text: str) ->
         fast = queries._plain_parser(search_fields).parse(text)
         assert fast is not None, text
         assert_same_query(fast, queries._parser(search_fields).parse(text))
+
+
+@settings(max_examples=100, deadline=None)
+@given(plain_texts())
+def test_the_rewriter_has_nothing_to_change_in_a_plain_query(text: str) -> None:
+    # parse() returns a plain query as it is, without QueryRewriter: it would give it back equal.
+    for search_fields in SEARCH_FIELD_CHOICES:
+        fast = queries._plain_parser(search_fields).parse(text)
+        rewritten = QueryRewriter(None, None, None, text).rewrite(fast)
+        assert_same_query(rewritten, fast)
 
 
 @pytest.mark.parametrize(

@@ -101,15 +101,17 @@ def parse(
     )
     search_fields = index_fields(request_fields)
     # Plain words (most queries) skip Whoosh's parser for the same query: see plain_queries.py.
-    parsed = _plain_parser(search_fields).parse(cleaned)
-    if parsed is None:
-        try:
-            parsed = _parser(search_fields).parse(cleaned)
-        except RecursionError as exc:
-            raise QueryError("the query is nested too deeply") from exc
-        except Exception as exc:  # the parser has no error type of its own for odd input
-            raise QueryError(f"cannot parse the query: {exc}") from exc
-        _check_errors(parsed)
+    # Their terms, all of ranked text fields, leave the rewriter nothing to expand or resolve.
+    plain = _plain_parser(search_fields).parse(cleaned)
+    if plain is not None:
+        return ParsedQuery(cleaned, plain, plain)
+    try:
+        parsed = _parser(search_fields).parse(cleaned)
+    except RecursionError as exc:
+        raise QueryError("the query is nested too deeply") from exc
+    except Exception as exc:  # the parser has no error type of its own for odd input
+        raise QueryError(f"cannot parse the query: {exc}") from exc
+    _check_errors(parsed)
     rewritten = QueryRewriter(reader, exact_values, lexicon, cleaned).rewrite(parsed)
     if isinstance(rewritten, query.Every):
         rewritten = query.Every()
