@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
+import re
 import time
+import unicodedata
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from searchsvc.backends.whoosh import queries
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.expansion import MAX_EXPANSION
 from searchsvc.backends.whoosh.queries import MAX_QUERY_WORDS
@@ -239,3 +243,80 @@ def test_the_in_memory_lexicon_answers_prefix_pattern_and_distance(fixture_index
         assert list(lexicon.matching("*ing")) == ["learning", "scheduling", "serving", "training"]
         assert lexicon.within("schedulng", 1) == ["scheduling"]
         assert lexicon.within("chedulng", 2) == []  # the first letter must match
+
+
+# -- clean() and the limits, against the per-character versions they replaced -------------------
+def _clean_per_character(text: str) -> str:
+    return "".join(
+        " " if unicodedata.category(ch) in ("Cc", "Cf", "Cs") and ch not in "\t\n" else ch
+        for ch in text
+    )
+
+
+def _check_limits_per_character(text: str) -> None:
+    words = list(itertools.islice(re.finditer(r"\S+", text), MAX_QUERY_WORDS + 1))
+    if len(words) > MAX_QUERY_WORDS:
+        raise QueryError("words", position=words[MAX_QUERY_WORDS].start())
+    operators = [i for i, ch in enumerate(text) if ch in '"()[]{}*?~^:']
+    if len(operators) > queries.MAX_OPERATORS:
+        raise QueryError("operator characters", position=operators[queries.MAX_OPERATORS])
+    for word in re.finditer(r"\S+", text):
+        if len(word.group()) > queries.MAX_WORD_LENGTH:
+            raise QueryError("longer", position=word.start())
+        if len(re.findall(r"\*+|\?", word.group())) > queries.MAX_WILDCARDS_PER_WORD:
+            raise QueryError("wildcards", position=word.start())
+    depth = 0
+    for position, ch in enumerate(text):
+        depth += 1 if ch == "(" else -1 if ch == ")" else 0
+        if depth > queries.MAX_NESTING:
+            raise QueryError("nested", position=position)
+
+
+_LIMITS = ("words", "operator characters", "longer", "wildcards", "nested")
+
+
+def _limit_error(check, text: str) -> tuple[str, int] | None:
+    """Which limit the check found exceeded (a word of its message), and where."""
+    try:
+        check(text)
+    except QueryError as error:
+        (limit,) = [word for word in _LIMITS if word in error.message]
+        return limit, error.details["position"]
+    return None
+
+
+_ASCII_TEXTS = st.text(st.characters(max_codepoint=127), max_size=60)
+# Pieces that add up to each limit now and then: words, operators, word length, wildcards, depth.
+_LIMIT_PIECES = st.sampled_from(
+    ["(", ")", "((((((", "))", "*", "**", "?", '"', ":", "~", "^", "[", "}", "a", "learning",
+     " ", "\t", "\n", "x" * 60, "a?b*c", "(a*", " w" * 30, '"' * 50, " (" * 10, ")" * 10]
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_ASCII_TEXTS, st.text(max_size=60)))
+def test_clean_replaces_what_the_per_character_version_replaced(text):
+    assert queries.clean(text) == _clean_per_character(text)
+
+
+def test_clean_of_every_ascii_character_is_that_of_the_per_character_version():
+    for code in range(128):
+        assert queries.clean(chr(code)) == _clean_per_character(chr(code)), code
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_LIMIT_PIECES, max_size=100).map("".join))
+@example("w " * 100)
+@example("w " * 101)
+@example('"' * 100 + " " + '"' * 101)
+@example("a " + ":" * 201)
+@example("x" * 100)
+@example("a " + "x" * 101)
+@example("a*b*c*d?")
+@example("a*b*c*d*e?")
+@example("(" * 16 + ")" * 16 + "(")
+@example(" (" * 17)
+def test_the_limits_fall_where_the_per_character_checks_put_them(text):
+    found = _limit_error(queries._check_limits, text)
+    expected = _limit_error(_check_limits_per_character, text)
+    assert found == expected

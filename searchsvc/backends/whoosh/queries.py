@@ -39,6 +39,12 @@ MAX_WORD_LENGTH = 100  # the parser's taggers take time quadratic in the length 
 MAX_OPERATORS = 200  # quotes, parentheses, wildcards and other syntax characters
 MAX_WILDCARDS_PER_WORD = 4
 _OPERATOR_CHARS = frozenset('"()[]{}*?~^:')
+_OPERATOR = re.compile("[" + re.escape("".join(sorted(_OPERATOR_CHARS))) + "]")
+_WILDCARDS = re.compile(r"\*+|\?")
+# ASCII has no format (Cf) or surrogate (Cs) characters and its control characters (Cc) are
+# U+0000-U+001F and U+007F: what clean() replaces in ASCII text, found without a category lookup
+# per character.
+_ASCII_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 _WORDS = re.compile(r"\S+")
 # `year:2020..2023`, `year:2020..`, `year:..2023` -> Whoosh's range syntax.
@@ -120,6 +126,8 @@ def parse(
 
 def clean(text: str) -> str:
     """Control and format characters (NUL included) become spaces, so offsets stay put."""
+    if text.isascii():
+        return _ASCII_CONTROLS.sub(" ", text)
     return "".join(
         " " if unicodedata.category(ch) in ("Cc", "Cf", "Cs") and ch not in "\t\n" else ch
         for ch in text
@@ -166,22 +174,25 @@ def _check_limits(text: str) -> None:
             f"the query has more than {MAX_QUERY_WORDS} words",
             position=words[MAX_QUERY_WORDS].start(),
         )
-    operators = [i for i, ch in enumerate(text) if ch in _OPERATOR_CHARS]
+    operators = [match.start() for match in _OPERATOR.finditer(text)]
     if len(operators) > MAX_OPERATORS:
         raise QueryError(
             f"the query has more than {MAX_OPERATORS} operator characters",
             position=operators[MAX_OPERATORS],
         )
-    for word in _WORDS.finditer(text):
+    for word in words:  # all of them: there are at most MAX_QUERY_WORDS
         if len(word.group()) > MAX_WORD_LENGTH:
             raise QueryError(
                 f"a word of the query is longer than {MAX_WORD_LENGTH} characters",
                 position=word.start(),
             )
-        if len(re.findall(r"\*+|\?", word.group())) > MAX_WILDCARDS_PER_WORD:
+        # Wildcards are operator characters: plain words (most queries) need no count.
+        if operators and len(_WILDCARDS.findall(word.group())) > MAX_WILDCARDS_PER_WORD:
             raise QueryError(
                 f"at most {MAX_WILDCARDS_PER_WORD} wildcards in one word", position=word.start()
             )
+    if "(" not in text:
+        return
     depth = 0
     for position, ch in enumerate(text):
         depth += 1 if ch == "(" else -1 if ch == ")" else 0
