@@ -19,6 +19,8 @@ from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import extract
 from whoosh.reading import IndexReader, TermNotFound
 
+from searchsvc.backends.whoosh.term_tables import field_terms
+
 # Terms a leading wildcard may test against its pattern.
 MAX_LEXICON_SCAN = 200_000
 
@@ -28,7 +30,7 @@ class Lexicon:
 
     def __init__(self, reader: IndexReader, field: str) -> None:
         try:
-            self.terms = [term.decode("utf-8", "replace") for term in reader.lexicon(field)]
+            self.terms = field_terms(reader, field)
         except TermNotFound:  # a field no document has
             self.terms = []
 
