@@ -301,7 +301,7 @@ def parse_text(searcher, text, request_fields):
 
     def lexicon(field: str) -> Lexicon:
         if field not in lexicons:
-            lexicons[field] = Lexicon(reader, field)
+            lexicons[field] = Lexicon.read(reader, field)
         return lexicons[field]
 
     return parse(text, request_fields, reader, lambda field, value: value, lexicon)

@@ -15,9 +15,7 @@ _WORDS = st.text(alphabet="abcdeé", min_size=1, max_size=7)  # terms are never 
 
 
 def _lexicon(terms: list[str]) -> Lexicon:
-    lexicon = object.__new__(Lexicon)
-    lexicon.terms = sorted(set(terms))
-    return lexicon
+    return Lexicon(sorted(set(terms)))
 
 
 def _whoosh_within(terms: list[str], word: str, distance: int, prefix: int) -> list[str]:

@@ -28,11 +28,16 @@ MAX_LEXICON_SCAN = 200_000
 class Lexicon:
     """The sorted terms of one field of one index snapshot."""
 
-    def __init__(self, reader: IndexReader, field: str) -> None:
+    def __init__(self, terms: list[str]) -> None:
+        self.terms = terms  # sorted, distinct
+
+    @classmethod
+    def read(cls, reader: IndexReader, field: str) -> Lexicon:
+        """The field's terms as the index holds them."""
         try:
-            self.terms = field_terms(reader, field)
+            return cls(field_terms(reader, field))
         except TermNotFound:  # a field no document has
-            self.terms = []
+            return cls([])
 
     def __len__(self) -> int:
         return len(self.terms)

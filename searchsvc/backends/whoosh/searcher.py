@@ -25,9 +25,10 @@ from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.facet_arrays import facet_table_for
 from searchsvc.backends.whoosh.facets import FacetTable
+from searchsvc.backends.whoosh.lexicon_files import load_terms
 from searchsvc.backends.whoosh.lexicons import Lexicon
 from searchsvc.backends.whoosh.queries import weighting
-from searchsvc.backends.whoosh.store import FACET_ARRAYS, IndexDirectory
+from searchsvc.backends.whoosh.store import FACET_ARRAYS, LEXICONS, IndexDirectory
 
 # How often at most the index directory is looked at for a rebuild or an update (seconds).
 REFRESH_INTERVAL = 0.5
@@ -104,8 +105,14 @@ class View:
         return self.shared("facets", lambda searcher: facet_table_for(path, searcher.reader()))
 
     def lexicon(self, field: str) -> Lexicon:
-        """The terms of a field in memory, read on first use."""
-        return self.shared(f"lexicon:{field}", lambda searcher: Lexicon(searcher.reader(), field))
+        """The terms of a field in memory: saved by the build or update, else read on first use."""
+        path = self.snapshot.path / LEXICONS
+
+        def load(searcher: Searcher) -> Lexicon:
+            saved = load_terms(path, searcher.reader(), field)
+            return Lexicon.read(searcher.reader(), field) if saved is None else Lexicon(saved)
+
+        return self.shared(f"lexicon:{field}", load)
 
     def shared(self, name: str, build: Callable[[Searcher], T]) -> T:
         """Data derived from the snapshot, built once with this view's searcher."""

@@ -32,6 +32,7 @@ from whoosh.index import Index
 
 from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.facet_arrays import facet_arrays_bytes
+from searchsvc.backends.whoosh.lexicon_files import lexicons_bytes
 from searchsvc.backends.whoosh.posting_arrays import (
     remove_leftover_files,
     write_missing_posting_arrays,
@@ -43,6 +44,7 @@ from searchsvc.records import Record
 CURRENT = "CURRENT"
 METADATA = "searchsvc.json"
 FACET_ARRAYS = "facets.npz"
+LEXICONS = "lexicons.npz"
 LOCK = ".lock"
 GENERATION_PREFIX = "gen-"
 BUILD_PREFIX = "build-"
@@ -141,6 +143,7 @@ class IndexDirectory:
                 index = whoosh_index.create_in(str(build_dir), build_schema())
                 yield index
                 _save_facet_arrays(index, build_dir)
+                _save_lexicons(index, build_dir)
                 # The fast writer saved every segment's; one written by Whoosh's gets them here.
                 write_missing_posting_arrays(index)
                 metadata.setdefault("built_at", datetime.now(UTC).isoformat())
@@ -167,6 +170,7 @@ class IndexDirectory:
             # The update committed a new Whoosh generation in place: save its arrays before a
             # new process opens it (one that opens it earlier computes them, as before).
             _save_facet_arrays(index, self.live_path())
+            _save_lexicons(index, self.live_path())
             # Segments Whoosh's writer added or merged have no posting arrays yet; those of
             # merged-away segments went with them (Whoosh deletes files named after a segment).
             remove_leftover_files(self.live_path())
@@ -201,6 +205,15 @@ def _save_facet_arrays(index: Index, generation: Path) -> None:
         leftover.unlink()  # from a writer killed mid-write (we hold the lock: none is running)
     with index.reader() as reader:
         _write_atomically(generation / FACET_ARRAYS, facet_arrays_bytes(reader))
+
+
+def _save_lexicons(index: Index, generation: Path) -> None:
+    # The terms did-you-mean and autocomplete read, saved so that a new worker's first such
+    # request does not read every segment's term table (lexicon_files.py checks the state).
+    for leftover in generation.glob(f".{LEXICONS}.*.tmp"):
+        leftover.unlink()
+    with index.reader() as reader:
+        _write_atomically(generation / LEXICONS, lexicons_bytes(reader))
 
 
 def _write_atomically(path: Path, content: str | bytes) -> None:
