@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.execute import parse_for
 from searchsvc.backends.whoosh.facets import ValueColumn
 from searchsvc.query import FacetValue, SearchRequest
+from searchsvc.texts import fold
 from tests.support import FIXTURE_RECORDS
 
 
@@ -272,3 +274,25 @@ def test_top_values_counts_only_the_values_that_can_rank():
     assert [(v.value, v.count) for v in top] == [(f"common{i:02}", 50) for i in range(10)]
     ordinals, _ = column._by_total.counts_that_can_rank(mask, 10)
     assert 10 <= len(ordinals) < 100
+
+
+_NAME_PIECES = st.sampled_from(
+    ["Ada", "Lovelace", "C.", "Balázs", "Ève", "o'Neil", "Jean-Luc", "x_y", "__b", " ", "-", ".",
+     "'", "ß", "İ", "ﬁ", "Ω", "\t", "9", "a.b"]
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_NAME_PIECES, max_size=6).map("".join), max_size=40))
+def test_word_start_index_is_every_folded_value_from_each_word_start(values):
+    # What _index_word_starts built before it worked on all values at once: sorted pairs.
+    pairs = sorted(
+        (folded[match.start() :], ordinal)
+        for ordinal, value in enumerate(values)
+        for folded in (fold(value),)
+        for match in facets._WORD_START.finditer(folded)
+    )
+    column = SimpleNamespace(values=values)
+    ValueColumn._index_word_starts(column)
+    assert column._word_starts == [text for text, _ in pairs]
+    assert column._word_start_values.tolist() == [ordinal for _, ordinal in pairs]

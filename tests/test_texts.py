@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -60,3 +62,16 @@ def test_fold_and_title_key_ignore_case_accents_and_punctuation():
     assert fold("Balázs ÉCOLE") == "balazs ecole"
     assert title_key("Shockwave: Fair,  and Efficient!") == "shockwave fair and efficient"
     assert title_key("Café") == title_key("cafe")
+
+
+def _fold_by_characters(text: str) -> str:
+    # fold() without its ASCII shortcut: decompose, drop combining marks, casefold.
+    decomposed = unicodedata.normalize("NFKD", text)
+    return normalise_space(
+        "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+    )
+
+
+@given(st.text(st.characters(max_codepoint=127)) | st.text())
+def test_fold_of_ascii_takes_a_shortcut_to_the_same_result(text):
+    assert fold(text) == _fold_by_characters(text)

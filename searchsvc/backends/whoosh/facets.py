@@ -177,14 +177,25 @@ class ValueColumn:
     def _index_word_starts(self) -> None:
         # Every folded value from each of its word starts ("venkataraman", "shivaram venk..."),
         # sorted: a prefix is then a range found by bisection, whatever the number of values.
-        pairs = sorted(
-            (folded[match.start() :], ordinal)
-            for ordinal, value in enumerate(self.values)
-            for folded in (fold(value),)
-            for match in _WORD_START.finditer(folded)
+        folded = [fold(value) for value in self.values]
+        # One regex pass over every value (one per value cost ~5 us each, most of the time):
+        # joined by newlines, which fold() never leaves inside a value and which start a word
+        # as the start of a value does.
+        joined = "\n".join(folded)
+        ends = np.cumsum(np.fromiter((len(f) + 1 for f in folded), np.int64, len(folded))) - 1
+        positions = np.fromiter(
+            (match.start() for match in _WORD_START.finditer(joined)), dtype=np.int64
         )
-        self._word_start_values = np.asarray([o for _, o in pairs], dtype=np.int64)
-        self._word_starts = [text for text, _ in pairs]
+        ordinals = np.searchsorted(ends, positions, side="right")
+        starts = [
+            joined[start:end]
+            for start, end in zip(positions.tolist(), ends[ordinals].tolist(), strict=True)
+        ]
+        # A stable sort by text alone: equal texts keep their ordinals' order, as sorting the
+        # (text, ordinal) pairs would, without comparing a tuple at every step.
+        order = sorted(range(len(starts)), key=starts.__getitem__)
+        self._word_start_values = ordinals[order]
+        self._word_starts = [starts[i] for i in order]
 
 
 @dataclass(frozen=True)
