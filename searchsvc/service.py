@@ -34,6 +34,10 @@ DEFAULT_LIMIT = 10
 DEFAULT_AUTHOR_PER_PAGE = 20
 
 
+# A word no index holds, so that warm_up's search looks for a correction.
+_UNKNOWN_WORD = "qzxjqvkw"
+
+
 class SearchService:
     """Search, records, suggestions, facets and stats of one index, through a SearchBackend."""
 
@@ -124,8 +128,16 @@ class SearchService:
         return stats
 
     def warm_up(self) -> None:
-        """Open the index and build its per-version caches now, not on the first request."""
+        """Open the index and build its per-version caches now, not on the first request.
+
+        A search builds the facet arrays and ranking caches; a suggestion the title terms and
+        the author-name word index of autocomplete (about a second at 40k records, which the
+        first keystroke would otherwise wait for); a word found nowhere the spelling words of
+        did-you-mean.
+        """
         self.backend.search(SearchRequest(q="a", per_page=1))
+        self.backend.suggest("a", 1)
+        self.backend.search(SearchRequest(q=_UNKNOWN_WORD, per_page=1, facets=()))
 
     def version(self) -> str:
         """A token that changes whenever the index content changes."""
