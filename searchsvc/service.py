@@ -130,13 +130,12 @@ class SearchService:
     def warm_up(self) -> None:
         """Open the index and build its per-version caches now, not on the first request.
 
-        A search builds the facet arrays and ranking caches; a suggestion the title terms and
-        the author-name word index of autocomplete (about a second at 40k records, which the
-        first keystroke would otherwise wait for); a word found nowhere the spelling words of
-        did-you-mean.
+        A search builds the facet arrays and ranking caches; a word found nowhere loads the
+        spelling words of did-you-mean. Autocomplete's author-name index is left to the first
+        suggestion: it takes seconds at a million records, and gunicorn restarts a worker whose
+        start-up (this) outlasts its timeout.
         """
         self.backend.search(SearchRequest(q="a", per_page=1))
-        self.backend.suggest("a", 1)
         self.backend.search(SearchRequest(q=_UNKNOWN_WORD, per_page=1, facets=()))
 
     def version(self) -> str:
