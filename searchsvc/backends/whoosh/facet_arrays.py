@@ -51,7 +51,7 @@ def facet_arrays_bytes(reader: IndexReader) -> bytes:
     """The saved form of the FacetTable of `reader`'s index state (an uncompressed .npz)."""
     table = FacetTable.build(reader)
     arrays: dict[str, np.ndarray] = {
-        "signature": _text_array(json.dumps(state_signature(reader), sort_keys=True)),
+        "signature": text_array(json.dumps(state_signature(reader), sort_keys=True)),
         "live": table.live,
         "year": table.year,
         "title_rank": table.title_rank,
@@ -61,7 +61,7 @@ def facet_arrays_bytes(reader: IndexReader) -> bytes:
         joined = _VALUE_SEP.join(column.values)
         if column.values and joined.count(_VALUE_SEP) != len(column.values) - 1:
             raise ValueError(f"a {name} facet value contains the separator {_VALUE_SEP!r}")
-        arrays[f"{name}.values"] = _text_array(joined)
+        arrays[f"{name}.values"] = text_array(joined)
         lengths = np.fromiter((len(v) for v in column.values), np.int64, len(column.values))
         arrays[f"{name}.value_ends"] = np.cumsum(lengths + 1) - 1
         arrays[f"{name}.entry_doc"] = column.entry_doc
@@ -76,7 +76,7 @@ def load_facet_table(path: Path, reader: IndexReader) -> FacetTable | None:
     """The table saved at `path` if it describes exactly `reader`'s index state, else None."""
     try:
         with np.load(path, allow_pickle=False) as saved:
-            if json.loads(_text(saved["signature"])) != state_signature(reader):
+            if json.loads(array_text(saved["signature"])) != state_signature(reader):
                 return None  # another state: an update or a merge committed since it was saved
             table = _table_from(saved)
     except FileNotFoundError:
@@ -136,7 +136,7 @@ def _table_from(saved) -> FacetTable:
     live = saved["live"]
     columns = {}
     for name in _FACETS:
-        text, ends = _text(saved[f"{name}.values"]), saved[f"{name}.value_ends"]
+        text, ends = array_text(saved[f"{name}.values"]), saved[f"{name}.value_ends"]
         if not _offsets_fit(text, ends):
             raise ValueError(f"the {name} value offsets do not fit the values")
         values = PackedValues(text, ends)
@@ -190,11 +190,13 @@ def _offsets_fit(text: str, ends: np.ndarray) -> bool:
     )
 
 
-def _text_array(text: str) -> np.ndarray:
+def text_array(text: str) -> np.ndarray:
+    """Text as a uint8 array of its UTF-8 bytes, as .npz files here hold it (no pickles)."""
     return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
 
 
-def _text(array: np.ndarray) -> str:
+def array_text(array: np.ndarray) -> str:
+    """The text `text_array` saved; ValueError for any other array."""
     if array.dtype != np.uint8:
         raise ValueError("not a text array")
     return array.tobytes().decode("utf-8")

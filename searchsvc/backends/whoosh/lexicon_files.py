@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.facet_arrays import state_signature
+from searchsvc.backends.whoosh.facet_arrays import array_text, state_signature, text_array
 from searchsvc.backends.whoosh.term_tables import field_terms
 
 # Fields whose terms everyday requests read: did-you-mean's spelling words (of this field) and
@@ -33,13 +33,13 @@ log = logging.getLogger(__name__)
 
 def lexicons_bytes(reader: IndexReader) -> bytes:
     """The saved form of SAVED_FIELDS' terms in `reader`'s index state (an uncompressed .npz)."""
-    arrays = {"signature": _bytes_array(json.dumps(state_signature(reader), sort_keys=True))}
+    arrays = {"signature": text_array(json.dumps(state_signature(reader), sort_keys=True))}
     for field in saved_fields(reader):
         terms = field_terms(reader, field)
         joined = _SEPARATOR.join(terms)
         if terms and joined.count(_SEPARATOR) != len(terms) - 1:
             continue  # a term holds the separator: this field is read from the index instead
-        arrays[field] = _bytes_array(joined)
+        arrays[field] = text_array(joined)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     return buffer.getvalue()
@@ -54,10 +54,10 @@ def load_terms(path: Path, reader: IndexReader, field: str) -> list[str] | None:
     """The field's terms saved at `path` if it describes exactly `reader`'s state, else None."""
     try:
         with np.load(path, allow_pickle=False) as saved:
-            signature = json.loads(_text(saved["signature"]))
+            signature = json.loads(array_text(saved["signature"]))
             if signature != state_signature(reader) or field not in saved.files:
                 return None  # another state (an update or merge since), or a field left out
-            joined = _text(saved[field])
+            joined = array_text(saved[field])
     except FileNotFoundError:
         return None  # an index built before the file existed
     except Exception as exc:
@@ -66,13 +66,3 @@ def load_terms(path: Path, reader: IndexReader, field: str) -> list[str] | None:
         log.warning("ignoring unreadable lexicons %s: %r", path, exc)
         return None
     return joined.split(_SEPARATOR) if joined else []
-
-
-def _bytes_array(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-
-
-def _text(array: np.ndarray) -> str:
-    if array.dtype != np.uint8:
-        raise ValueError("not a text array")
-    return array.tobytes().decode("utf-8")

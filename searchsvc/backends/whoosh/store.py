@@ -4,7 +4,8 @@ Layout of an index directory::
 
     CURRENT             one line: the name of the live generation (replaced with os.replace)
     gen-<stamp>-<pid>/  a complete Whoosh index plus searchsvc.json (build metadata),
-                        facets.npz (the facet arrays of its latest state, see facet_arrays.py)
+                        facets.npz (the facet arrays of its latest state, see facet_arrays.py),
+                        lexicons.npz (its spelling and title terms, lexicon_files.py)
                         and a MAIN_<segment>.postarrays per segment (posting_arrays.py)
     build-<stamp>-<pid>/  a build in progress; never read; removed on failure or by the next build
     .lock               fcntl lock held by the one process building or updating
