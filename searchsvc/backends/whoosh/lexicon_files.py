@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 def lexicons_bytes(reader: IndexReader) -> bytes:
-    """The saved form of SAVED_FIELDS' terms in `reader`'s index state (an uncompressed .npz)."""
+    """The saved form of `saved_fields`' terms in `reader`'s state (an uncompressed .npz)."""
     arrays = {"signature": text_array(json.dumps(state_signature(reader), sort_keys=True))}
     for field in saved_fields(reader):
         terms = field_terms(reader, field)

@@ -28,12 +28,10 @@ def field_terms(reader: IndexReader, field: str) -> list[str]:
     segments = [segment for segment, _ in reader.leaf_readers()]
     try:
         per_segment = [_segment_terms(segment, field) for segment in segments]
-    except (_BinaryTerms, UnicodeDecodeError):
-        # Numeric fields' terms are binary: decoded with replacement characters they would
-        # no longer sort (nor stay distinct) as their bytes do, so Whoosh merges them.
-        return _whoosh_lexicon(reader, field)
-    except (AttributeError, KeyError, TypeError, ValueError):
-        # Not the W3 term table this reads (another codec, or a Whoosh that changed it).
+    except (_BinaryTerms, AttributeError, KeyError, TypeError, ValueError):
+        # Binary (numeric) terms, which decoded with replacement characters would no longer
+        # sort, nor stay distinct, as their bytes do; or not the W3 term table this reads
+        # (another codec, a Whoosh that changed it). Whoosh's own reader handles both.
         return _whoosh_lexicon(reader, field)
     if len(per_segment) == 1:
         return per_segment[0]
@@ -75,13 +73,14 @@ def _segment_terms(segment, field: str) -> list[str]:
     )
     starts = positions + _RECORD_HEAD + _FIELD_NUMBER.size
     stops = positions + _RECORD_HEAD + key_lengths
-    return _decode_all(run, data, starts, stops)
+    return _decode_all(data, starts, stops)
 
 
-def _decode_all(run: bytes, data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> list[str]:
-    """run[start:stop].decode() for each pair, by one decode of the terms joined with NULs
+def _decode_all(data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> list[str]:
+    """data[start:stop] decoded for each pair, by one decode of the terms joined with NULs
     (a Python slice and decode per term cost ~0.8 us, most of a table's reading); raises
-    _BinaryTerms when a term holds a NUL itself, UnicodeDecodeError when one is not UTF-8."""
+    _BinaryTerms when a term holds a NUL itself, UnicodeDecodeError (a ValueError) when one
+    is not UTF-8."""
     lengths = stops - starts
     if not len(lengths):
         return []
