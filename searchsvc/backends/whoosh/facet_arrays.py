@@ -18,9 +18,9 @@ import io
 import json
 import logging
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 from whoosh.reading import IndexReader
@@ -35,6 +35,7 @@ _VALUE_SEP = "\x1f"
 _FACETS = ("author", "category", "year")
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def state_signature(reader: IndexReader) -> dict[str, Any]:
@@ -74,22 +75,33 @@ def facet_arrays_bytes(reader: IndexReader) -> bytes:
 
 def load_facet_table(path: Path, reader: IndexReader) -> FacetTable | None:
     """The table saved at `path` if it describes exactly `reader`'s index state, else None."""
-    try:
-        with np.load(path, allow_pickle=False) as saved:
-            if json.loads(array_text(saved["signature"])) != state_signature(reader):
-                return None  # another state: an update or a merge committed since it was saved
-            table = _table_from(saved)
-    except FileNotFoundError:
-        return None  # an index built before the file existed
-    except Exception as exc:
-        # A damaged file fails in many ways (zip CRC, truncated member, bad UTF-8, missing
-        # key...); every one of them means "compute the table", never "fail the search".
-        log.warning("ignoring unreadable facet arrays %s: %r", path, exc)
-        return None
-    if not _consistent(table, reader.doc_count_all()):
+    table = read_saved_state(path, reader, "facet arrays", _table_from)
+    if table is not None and not _consistent(table, reader.doc_count_all()):
         log.warning("ignoring inconsistent facet arrays %s", path)
         return None
     return table
+
+
+def read_saved_state(
+    path: Path, reader: IndexReader, what: str, read: Callable[[Any], T | None]
+) -> T | None:
+    """`read(arrays)` of the .npz at `path` if it was saved for exactly `reader`'s index state.
+
+    None when the file is missing (an index built before it existed), of another state (an
+    update or a merge committed since) or damaged: a damaged file fails in many ways (zip CRC,
+    truncated member, bad UTF-8, missing key...), and each means "compute it from the index",
+    never "fail the request".
+    """
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            if json.loads(array_text(saved["signature"])) != state_signature(reader):
+                return None
+            return read(saved)
+    except FileNotFoundError:
+        return None
+    except Exception as exc:
+        log.warning("ignoring unreadable %s %s: %r", what, path, exc)
+        return None
 
 
 def facet_table_for(path: Path, reader: IndexReader) -> FacetTable:

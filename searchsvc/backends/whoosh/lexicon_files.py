@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 from pathlib import Path
 
 import numpy as np
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.facet_arrays import array_text, state_signature, text_array
+from searchsvc.backends.whoosh.facet_arrays import (
+    array_text,
+    read_saved_state,
+    state_signature,
+    text_array,
+)
 from searchsvc.backends.whoosh.term_tables import field_terms
 
 # Fields whose terms everyday requests read: did-you-mean's spelling words (of this field) and
@@ -27,8 +31,6 @@ from searchsvc.backends.whoosh.term_tables import field_terms
 SPELLING_OF = "content"
 TITLE = "title"
 _SEPARATOR = "\x00"  # text terms never hold a NUL (term_tables joins them the same way)
-
-log = logging.getLogger(__name__)
 
 
 def lexicons_bytes(reader: IndexReader) -> bytes:
@@ -52,17 +54,11 @@ def saved_fields(reader: IndexReader) -> list[str]:
 
 def load_terms(path: Path, reader: IndexReader, field: str) -> list[str] | None:
     """The field's terms saved at `path` if it describes exactly `reader`'s state, else None."""
-    try:
-        with np.load(path, allow_pickle=False) as saved:
-            signature = json.loads(array_text(saved["signature"]))
-            if signature != state_signature(reader) or field not in saved.files:
-                return None  # another state (an update or merge since), or a field left out
-            joined = array_text(saved[field])
-    except FileNotFoundError:
-        return None  # an index built before the file existed
-    except Exception as exc:
-        # A damaged file fails in many ways (zip CRC, truncated member, bad UTF-8, missing
-        # key...); each means "read the terms from the index", never "fail the request".
-        log.warning("ignoring unreadable lexicons %s: %r", path, exc)
+
+    def joined_terms(saved) -> str | None:
+        return array_text(saved[field]) if field in saved.files else None  # a field left out
+
+    joined = read_saved_state(path, reader, "lexicons", joined_terms)
+    if joined is None:
         return None
     return joined.split(_SEPARATOR) if joined else []

@@ -143,8 +143,7 @@ class IndexDirectory:
             try:
                 index = whoosh_index.create_in(str(build_dir), build_schema())
                 yield index
-                _save_facet_arrays(index, build_dir)
-                _save_lexicons(index, build_dir)
+                _save_state_files(index, build_dir)
                 # The fast writer saved every segment's; one written by Whoosh's gets them here.
                 write_missing_posting_arrays(index)
                 metadata.setdefault("built_at", datetime.now(UTC).isoformat())
@@ -170,8 +169,7 @@ class IndexDirectory:
             yield index
             # The update committed a new Whoosh generation in place: save its arrays before a
             # new process opens it (one that opens it earlier computes them, as before).
-            _save_facet_arrays(index, self.live_path())
-            _save_lexicons(index, self.live_path())
+            _save_state_files(index, self.live_path())
             # Segments Whoosh's writer added or merged have no posting arrays yet; those of
             # merged-away segments went with them (Whoosh deletes files named after a segment).
             remove_leftover_files(self.live_path())
@@ -199,22 +197,15 @@ class IndexDirectory:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _save_facet_arrays(index: Index, generation: Path) -> None:
-    # Saved with the state they describe, so a new process loads them instead of reading every
-    # document (about 1.6 s at 40k records); facet_arrays.py checks they still match.
-    for leftover in generation.glob(f".{FACET_ARRAYS}.*.tmp"):
-        leftover.unlink()  # from a writer killed mid-write (we hold the lock: none is running)
+def _save_state_files(index: Index, generation: Path) -> None:
+    # Saved with the state they describe, so that a new process loads them instead of reading
+    # every document (facet arrays: about 1.6 s at 40k records) or every segment's term table
+    # (lexicons); facet_arrays.py and lexicon_files.py check that they still match.
     with index.reader() as reader:
-        _write_atomically(generation / FACET_ARRAYS, facet_arrays_bytes(reader))
-
-
-def _save_lexicons(index: Index, generation: Path) -> None:
-    # The terms did-you-mean and autocomplete read, saved so that a new worker's first such
-    # request does not read every segment's term table (lexicon_files.py checks the state).
-    for leftover in generation.glob(f".{LEXICONS}.*.tmp"):
-        leftover.unlink()
-    with index.reader() as reader:
-        _write_atomically(generation / LEXICONS, lexicons_bytes(reader))
+        for name, content_of in ((FACET_ARRAYS, facet_arrays_bytes), (LEXICONS, lexicons_bytes)):
+            for leftover in generation.glob(f".{name}.*.tmp"):
+                leftover.unlink()  # from a writer killed mid-write (we hold the lock: none runs)
+            _write_atomically(generation / name, content_of(reader))
 
 
 def _write_atomically(path: Path, content: str | bytes) -> None:
