@@ -1,6 +1,18 @@
 # searchsvc: the search service (gunicorn) and its indexer, in one image.
 #   docker compose up              builds the index from seeds/ (or a mounted corpus), then serves
 #   docker build -t searchsvc .    the image alone
+
+# The package as a wheel, its C extension (setup.py) compiled here: the image below needs no
+# compiler.
+FROM python:3.11-slim AS build
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev zlib1g-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml setup.py README.md ./
+COPY searchsvc ./searchsvc
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -11,9 +23,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 # Dependencies and package first: this layer is rebuilt only when they change.
-COPY pyproject.toml README.md ./
-COPY searchsvc ./searchsvc
-RUN pip install .
+COPY --from=build /wheels /wheels
+RUN pip install /wheels/*.whl && rm -rf /wheels
+# The config file alone: a copy of the package here would shadow the installed one (which
+# has the compiled extension) for processes started in /app.
+COPY searchsvc/gunicorn_conf.py ./searchsvc/
 COPY wsgi.py ./
 COPY seeds ./seeds
 

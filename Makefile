@@ -11,7 +11,7 @@ SEEDS := $(wildcard seeds/*.txt)
 	bench-scale screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml setup.py searchsvc/backends/whoosh/_w3postings.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .

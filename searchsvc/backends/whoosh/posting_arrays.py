@@ -105,6 +105,34 @@ class PostingArraysWriter:
             raise ValueError(f"{field}:{term!r} has not one weight per document")
         self._post_ends.append(len(self._docs))
 
+    def add_field(
+        self,
+        field: str,
+        terms: Sequence[bytes],
+        ends: np.ndarray,
+        docs: np.ndarray,
+        weights: np.ndarray,
+    ) -> None:
+        """A whole field: its terms in byte order, each term's end in `docs` and `weights`."""
+        if field in self._fields:
+            raise ValueError(f"the terms of {field!r} must be added together")
+        if (
+            len(ends) != len(terms)
+            or (len(ends) and ends[-1] != len(docs))
+            or len(docs) != len(weights)
+        ):
+            raise ValueError(f"{field!r}: term ends do not match the postings")
+        first = len(self._key_ends)
+        self._fields[field] = [first, first + len(terms)]
+        base_keys, base_posts = len(self._keys), len(self._docs)
+        lengths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
+        self._key_ends.frombytes((np.cumsum(lengths) + base_keys).astype(np.int64).tobytes())
+        self._keys += b"".join(terms)
+        self._prefixes.extend(map(_prefix, terms))
+        self._post_ends.frombytes((np.asarray(ends, dtype=np.int64) + base_posts).tobytes())
+        self._docs.frombytes(np.asarray(docs, dtype=np.int32).tobytes())
+        self._weights.frombytes(np.asarray(weights, dtype=np.float64).tobytes())
+
     def record(
         self, field: str, terms: Iterable[tuple[bytes, Sequence[tuple]]]
     ) -> Iterator[tuple[bytes, Sequence[tuple]]]:

@@ -72,8 +72,8 @@ def decode_blocks(matcher: W3LeafMatcher) -> tuple[np.ndarray, np.ndarray]:
     """Document numbers and weights of a fresh on-disk posting list, block by block.
 
     A block holds a pickled (delta-encoded ids, weights, values) tuple. Unpickling it builds
-    every posting's positions as well (one `_codecs.encode` call each, under pickle protocol
-    2), which is most of Whoosh's decoding time; `_parse_block` reads the ids and weights
+    every posting's value as well (under Whoosh's pickle protocol 2, one `_codecs.encode` call
+    each), which is most of Whoosh's decoding time; `_parse_block` reads the ids and weights
     straight from the pickle bytes instead when the block has the usual layout.
     """
     deltas: list[np.ndarray] = []
@@ -103,8 +103,9 @@ def decode_blocks(matcher: W3LeafMatcher) -> tuple[np.ndarray, np.ndarray]:
     return ids, np.concatenate(weights)
 
 
-# Pickle protocol 2 opcodes of a block's (ids, weights, values) tuple.
-_PROTO_MARK = b"\x80\x02("  # protocol 2, then MARK: the ids tuple (4 ids or more) starts
+# Pickle opcodes of a block's (ids, weights, values) tuple: protocol 2 (Whoosh's writer) or 3
+# (segment_postings.py), then MARK: the ids tuple (4 ids or more) starts.
+_PROTO_MARKS = (b"\x80\x02(", b"\x80\x03(")
 _BININT1, _BININT2, _BININT = ord("K"), ord("M"), ord("J")
 _TUPLE, _BINPUT, _LONG_BINPUT = ord("t"), ord("q"), ord("r")
 _NONE, _BINFLOAT, _MARK = ord("N"), ord("G"), ord("(")
@@ -115,12 +116,12 @@ _FIRST_ID = {_BININT1: ("<u1", 2), _BININT2: ("<u2", 3), _BININT: ("<i4", 5)}
 def _parse_block(data: bytes, count: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(id deltas, weights) of a block whose ids after the first are one-byte ints, else None.
 
-    The layout: PROTO 2, MARK, the first id (the block's first document number, any int
+    The layout: PROTO 2 or 3, MARK, the first id (the block's first document number, any int
     opcode), `count - 1` x (BININT1 delta), TUPLE, BINPUT; then the weights as NONE (all 1.0),
     one BINFLOAT (all equal) or MARK, `count` x (BINFLOAT w), TUPLE. Dense posting lists,
     which cost the most, have every delta below 256 in almost every block.
     """
-    if count < 4 or not data.startswith(_PROTO_MARK):
+    if count < 4 or not data.startswith(_PROTO_MARKS):
         return None
     raw = np.frombuffer(data, dtype=np.uint8)
     first = _FIRST_ID.get(int(raw[3]))

@@ -1,11 +1,15 @@
 """A segment's term index (.trm) and posting lists (.pst), written a whole term at a time.
 
-The bytes are those of Whoosh's own `W3FieldWriter` / `W3PostingsWriter` (codec/whoosh3.py) for
-the same postings: blocks of `BLOCK_LIMIT` postings, each a pickled (id deltas, weights, values)
-tuple compressed with zlib level 3 behind a pickled block-info tuple, and a `W3TermInfo` per
-term in an `OrderedHashWriter`. Whoosh builds each block one posting at a time through several
-method calls; here a term's postings arrive as one list and each block is encoded with a few
-C-level calls. tests/test_fast_writer.py compares the files and the reader's view with Whoosh's.
+The layout is that of Whoosh's own `W3FieldWriter` / `W3PostingsWriter` (codec/whoosh3.py):
+blocks of `BLOCK_LIMIT` postings, each a pickled (id deltas, weights, values) tuple compressed
+with zlib level 3 behind a pickled block-info tuple, and a `W3TermInfo` per term in an
+`OrderedHashWriter`; only the block tuples are pickled at a newer protocol (`BLOCK_PROTOCOL`).
+Whoosh builds each block one posting at a time through several method calls; here a term's
+postings arrive as one list and each block is encoded with a few C-level calls. The positions
+and spelling fields, which hold most postings, are encoded by the C extension `_w3postings`
+when it was built (the build then runs about twice as fast), else by the Python code here;
+tests/test_native_postings.py holds the two to the same bytes. tests/test_fast_writer.py
+compares what Whoosh reads from these files with what it reads from its own writer's.
 """
 
 from __future__ import annotations
@@ -15,13 +19,26 @@ import pickle
 import struct
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
+from typing import NamedTuple
 
+import numpy as np
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3Codec
 from whoosh.filedb.filetables import OrderedHashWriter
+from whoosh.system import pack_uint
 
 from searchsvc.backends.whoosh.deflate import compressor
 
+try:
+    from searchsvc.backends.whoosh import _w3postings
+except ImportError:  # installed without a C compiler: the Python encoder below does the work
+    _w3postings = None
+
 BLOCK_LIMIT = 128  # W3Codec's default blocklimit
+# Pickle protocol of a block's (ids, weights, values) tuple. Whoosh's writer uses 2, where each
+# bytes value is pickled as a `_codecs.encode` call on its Latin-1 text; at 3 bytes are raw:
+# positions blocks come out 40% smaller compressed and unpickle twice as fast. Whoosh's reader
+# unpickles any protocol. Block infos stay at Whoosh's protocol 2.
+BLOCK_PROTOCOL = 3
 _COMPRESSION = 3  # W3Codec's default compression level
 _deflate = compressor(_COMPRESSION)
 _TERM_INFO = struct.Struct("!BfIBBfII")  # W3TermInfo._struct
@@ -33,12 +50,47 @@ _FLUSH_BYTES = 1 << 20
 # Compressed small blocks kept for reuse: at most this many, of at most this many bytes.
 _CACHED_BLOCKS = 200_000
 _CACHED_BLOCK_BYTES = 64
+_TERM_INFO_SIZE = _TERM_INFO.size + _EXTENT.size
 
 # How a format's posting values are packed in a block (W3PostingsWriter._mini_values).
 VALUES_TUPLE, VALUES_NONE, VALUES_JOINED = "tuple", "none", "joined"
 
 # (docnum, weight, value) of one posting.
 Posting = tuple[int, float | int, bytes]
+
+
+class FieldTokens(NamedTuple):
+    """A field's tokens, in document order: each one's term (as its rank in the field's terms
+    in byte order), document and position (int32 arrays; a document's positions ascend)."""
+
+    ranks: np.ndarray
+    docs: np.ndarray
+    positions: np.ndarray
+
+
+class DocValues(NamedTuple):
+    """One bytes value per document: the values joined, and each one's end (int64)."""
+
+    joined: bytes
+    ends: np.ndarray
+
+    @classmethod
+    def of(cls, values: Sequence[bytes]) -> DocValues:
+        ends = np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)))
+        return cls(b"".join(values), ends.astype("<i8"))
+
+    def split(self) -> list[bytes]:
+        starts = [0, *self.ends.tolist()]
+        return [self.joined[a:b] for a, b in pairwise(starts)]
+
+
+class FieldPostings(NamedTuple):
+    """A written field's postings as flat arrays, term by term (for posting_arrays.py)."""
+
+    docs: np.ndarray  # int32
+    weights: np.ndarray  # int32 frequencies
+    ends: np.ndarray  # int64: each term's end in `docs` and `weights`
+    last_values: DocValues | None  # see SegmentPostingsWriter.add_positions_field
 
 
 def values_packing(fixed_value_size: int | None) -> str:
@@ -85,7 +137,9 @@ class _BufferedFile:
 class SegmentPostingsWriter:
     """Writes the terms of one segment, field by field in name order, terms in byte order."""
 
-    def __init__(self, storage, segment) -> None:
+    def __init__(self, storage, segment, native: bool = True) -> None:
+        # `native` False writes with the Python encoder even where the C one is built (tests).
+        self._native = native and _w3postings is not None
         self._hash = OrderedHashWriter(segment.create_file(storage, W3Codec.TERMS_EXT))
         self._field_ids: dict[str, int] = {}
         self._hash.extras["fieldmap"] = self._field_ids
@@ -107,7 +161,9 @@ class SegmentPostingsWriter:
         without lengths.
         """
         field_id = self._field_ids.setdefault(fieldname, len(self._field_ids))
-        prefix = _FIELD_ID.pack(field_id)
+        self._write_terms(_FIELD_ID.pack(field_id), terms, packing, length_bytes)
+
+    def _write_terms(self, prefix: bytes, terms, packing: str, length_bytes) -> None:
         postings_file = self._postings
         encode_blocks = self._encode_blocks
         compress = self._compress
@@ -129,7 +185,10 @@ class SegmentPostingsWriter:
                 else:
                     mini_values = value
                 data = compress(
-                    dumps(((docnum,), None if weight == 1 else float(weight), mini_values), 2)
+                    dumps(
+                        ((docnum,), None if weight == 1 else float(weight), mini_values),
+                        BLOCK_PROTOCOL,
+                    )
                 )
                 info = dumps((1, docnum, max_weight, _COMPRESSION, length_byte, length_byte), 2)
                 size = len(info) + len(data)
@@ -142,6 +201,96 @@ class SegmentPostingsWriter:
             else:
                 term_info = encode_blocks(postings, packing, length_bytes, start)
             self._add_term(prefix + term, term_info)
+
+    def add_positions_field(
+        self,
+        fieldname: str,
+        terms: Sequence[bytes],
+        tokens: FieldTokens,
+        doc_count: int,
+        length_bytes: Sequence[int] | None,
+        last_values: bool = False,
+    ) -> FieldPostings:
+        """Write a positions field from its tokens; return its postings as flat arrays.
+
+        The field's terms are given in byte order. `length_bytes[docnum]` is a document's
+        length byte (None for fields without lengths). With `last_values`, the result also has
+        each document's value of the term that occurs first last: Whoosh posts the spelling
+        words of a text with that value (see `add_spelling_words`).
+        """
+        field_id = self._field_ids.setdefault(fieldname, len(self._field_ids))
+        prefix = _FIELD_ID.pack(field_id)
+        if self._native:
+            data, infos, docs, freqs, ends, values, value_ends = _w3postings.encode_positions_field(
+                tokens.ranks,
+                tokens.docs,
+                tokens.positions,
+                len(terms),
+                doc_count,
+                length_bytes,
+                self._postings.position,
+                WHOOSH3_HEADER_MAGIC,
+                _COMPRESSION,
+                last_values,
+            )
+            self._postings.write([data], len(data))
+            size = _TERM_INFO_SIZE
+            for number, term in enumerate(terms):
+                self._add_term(prefix + term, infos[number * size : (number + 1) * size])
+            return FieldPostings(
+                np.frombuffer(docs, dtype="<i4"),
+                np.frombuffer(freqs, dtype="<i4"),
+                np.frombuffer(ends, dtype="<i8"),
+                DocValues(values, np.frombuffer(value_ends, dtype="<i8")) if last_values else None,
+            )
+        postings, last_new = _postings_of_tokens(len(terms), tokens, doc_count)
+        self._write_terms(prefix, zip(terms, postings, strict=True), VALUES_TUPLE, length_bytes)
+        every = [posting for term_postings in postings for posting in term_postings]
+        return FieldPostings(
+            np.fromiter((posting[0] for posting in every), dtype=np.int32, count=len(every)),
+            np.fromiter((posting[1] for posting in every), dtype=np.int32, count=len(every)),
+            np.cumsum([len(term_postings) for term_postings in postings], dtype=np.int64),
+            DocValues.of(last_new) if last_values else None,
+        )
+
+    def add_spelling_words(
+        self, fieldname: str, words: Sequence[bytes], tokens: FieldTokens, values: DocValues
+    ) -> None:
+        """Write a spelling field from its words' occurrences (`tokens`, positions unused).
+
+        Whoosh posts each spelling word of a document once, as (document 0, weight 1, the
+        document's value in `values`), so a word's postings are the values of the documents
+        it occurs in, sorted.
+        """
+        if self._native:
+            field_id = self._field_ids.setdefault(fieldname, len(self._field_ids))
+            prefix = _FIELD_ID.pack(field_id)
+            data, infos = _w3postings.encode_spelling_field(
+                tokens.ranks,
+                tokens.docs,
+                len(words),
+                values.joined,
+                values.ends,
+                self._postings.position,
+                WHOOSH3_HEADER_MAGIC,
+                _COMPRESSION,
+            )
+            self._postings.write([data], len(data))
+            size = _TERM_INFO_SIZE
+            for number, word in enumerate(words):
+                self._add_term(prefix + word, infos[number * size : (number + 1) * size])
+            return
+        documents: list[set[int]] = [set() for _ in words]
+        for rank, doc in zip(tokens.ranks.tolist(), tokens.docs.tolist(), strict=True):
+            documents[rank].add(doc)
+        value_of = values.split()
+        self.add_spelling_field(
+            fieldname,
+            (
+                (word, sorted(value_of[doc] for doc in docs))
+                for word, docs in zip(words, documents, strict=True)
+            ),
+        )
 
     def add_spelling_field(self, fieldname: str, words: Iterable[tuple[bytes, list[bytes]]]):
         """Write a spelling field: each word with the sorted values of its postings.
@@ -164,7 +313,7 @@ class SegmentPostingsWriter:
                 end = begin + BLOCK_LIMIT
                 block = values[begin:end]
                 ids = zeros if len(block) == BLOCK_LIMIT else (0,) * len(block)
-                data = compress(dumps((ids, None, b"".join(block)), 2))
+                data = compress(dumps((ids, None, b"".join(block)), BLOCK_PROTOCOL))
                 info = dumps((len(block), 0, 1, _COMPRESSION, 0, 0), 2)
                 size = len(info) + len(data)
                 parts += (_BLOCK_LENGTH.pack(size if end < count else -size), info, data)
@@ -234,7 +383,7 @@ class SegmentPostingsWriter:
                 mini_values = b"".join(values)
             # _mini_ids: the differences between consecutive ids, the first minus 0.
             deltas = (ids[0], *[b - a for a, b in pairwise(ids)])
-            data = self._compress(pickle.dumps((deltas, mini_weights, mini_values), 2))
+            data = self._compress(pickle.dumps((deltas, mini_weights, mini_values), BLOCK_PROTOCOL))
             info = pickle.dumps(
                 (
                     len(ids),
@@ -266,3 +415,28 @@ class SegmentPostingsWriter:
         self._postings.flush()
         self._hash.close()
         self._postings.file.close()
+
+
+def _postings_of_tokens(
+    term_count: int, tokens: FieldTokens, doc_count: int
+) -> tuple[list[list[Posting]], list[bytes]]:
+    """Each term's postings (document, frequency, Positions value) from a field's tokens, and
+    each document's value of its last new term (b"" for a document without tokens)."""
+    ranks = tokens.ranks.tolist()
+    order = np.argsort(tokens.ranks, kind="stable").tolist()
+    docs, positions = tokens.docs.tolist(), tokens.positions.tolist()
+    postings: list[list[Posting]] = [[] for _ in range(term_count)]
+    # Per document: (first position, value) of the term whose first position is the largest.
+    last_new: list[tuple[int, bytes]] = [(-1, b"")] * doc_count
+    group: list[int] = []
+    for index, token in enumerate(order):
+        group.append(positions[token])
+        following = order[index + 1] if index + 1 < len(order) else None
+        if following is None or ranks[following] != ranks[token] or docs[following] != docs[token]:
+            deltas = [group[0], *[b - a for a, b in pairwise(group)]]
+            value = pack_uint(len(deltas)) + pickle.dumps(deltas, 2)
+            postings[ranks[token]].append((docs[token], len(group), value))
+            if group[0] > last_new[docs[token]][0]:
+                last_new[docs[token]] = (group[0], value)
+            group = []
+    return postings, [value for _, value in last_new]

@@ -4,22 +4,28 @@ Whoosh's writer analyses every text field through generators of Token objects, p
 posting as a tuple through a sorting pool, and writes the postings one method call at a time;
 at ~344 postings a record that is most of a build's time. `SegmentBuilder` analyses title and
 abstract once (analysis.py, identical to the schema's analyzers) and derives `content` and its
-spelling words from the same words, keeps each field's postings in a dict of lists (documents
-arrive in number order, so the lists are already sorted), and writes them with
-segment_postings.py. Stored fields, field lengths and columns still go through Whoosh's own
-per-document writer. The result is the segment Whoosh would write for the same documents, file
-for file (tests/test_fast_writer.py).
+spelling words from the same words. The positions fields (title, abstract, content, author
+names) and the spelling words keep their tokens as runs of terms, turned into arrays and then
+posting blocks in one pass per field at the end (in C when the extension is built, see
+segment_postings.py); other fields keep their postings in a dict of lists (documents arrive in
+number order, so the lists are already sorted). Stored fields, field lengths and columns still
+go through Whoosh's own per-document writer. The result is the segment Whoosh would write for
+the same documents, but for the pickle protocol of its posting blocks (tests/test_fast_writer.py).
 """
 
 from __future__ import annotations
 
+import itertools
 import pickle
+from array import array
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+from whoosh import formats
 from whoosh.codec.whoosh3 import W3Segment
 from whoosh.fields import Schema
 from whoosh.system import pack_uint
@@ -32,6 +38,8 @@ from searchsvc.backends.whoosh.posting_arrays import (
     sidecar_path,
 )
 from searchsvc.backends.whoosh.segment_postings import (
+    DocValues,
+    FieldTokens,
     Posting,
     SegmentPostingsWriter,
     values_packing,
@@ -45,64 +53,92 @@ NAME_FIELD = "author_names"
 # Values of other fields repeat across records (years, categories): their `index()` output is
 # cached, up to this many values a field.
 _CACHED_VALUES_MAX = 4096
-_CACHED_POSITION_LISTS = 200_000
 
 Postings = dict[Any, list[Posting]]
 
 
 class _PositionValues:
-    """Positions-format posting values (formats.Positions.encode), cached.
-
-    Sharing one bytes object between postings is safe: segment_postings copies repeats within a
-    block so the pickles stay Whoosh's.
-    """
+    """Positions-format posting values (formats.Positions.encode); single positions cached."""
 
     def __init__(self) -> None:
-        self.single: list[bytes] = []
-        self._many: dict[tuple[int, ...], bytes] = {}
+        self._single: list[bytes] = []
 
-    def reserve(self, positions: int) -> list[bytes]:
-        """The cached single-position values, covering positions below `positions`."""
-        single = self.single
-        if positions > len(single):
-            single.extend(
-                pack_uint(1) + pickle.dumps([p], 2) for p in range(len(single), positions)
-            )
-        return single
-
-    def encode_many(self, positions: list[int]) -> bytes:
-        key = tuple(positions)
-        value = self._many.get(key)
-        if value is None:
-            deltas = [positions[0], *[b - a for a, b in pairwise(positions)]]
-            value = pack_uint(len(deltas)) + pickle.dumps(deltas, 2)
-            if len(self._many) >= _CACHED_POSITION_LISTS:
-                self._many.clear()
-            self._many[key] = value
-        return value
+    def encode(self, positions: list[int]) -> bytes:
+        if len(positions) == 1:
+            single = self._single
+            position = positions[0]
+            if position >= len(single):
+                single.extend(
+                    pack_uint(1) + pickle.dumps([p], 2) for p in range(len(single), position + 1)
+                )
+            return single[position]
+        deltas = [positions[0], *[b - a for a, b in pairwise(positions)]]
+        return pack_uint(len(deltas)) + pickle.dumps(deltas, 2)
 
 
-def _positions_by_term(terms: list[str], first: int) -> dict[str, list[int]]:
-    # Insertion order is first-occurrence order, as in Positions.word_values: the spelling
-    # field's posting value depends on which term comes last.
-    positions: dict[str, list[int]] = {}
-    get = positions.get
-    for position, term in enumerate(terms, first):
-        found = get(term)
-        if found is None:
-            positions[term] = [position]
-        else:
-            found.append(position)
-    return positions
+class _FieldTokens:
+    """A positions field's tokens, as runs of terms at consecutive positions.
+
+    Documents arrive in number order and each text's positions ascend, so grouping the tokens
+    by term (stably) gives every term's postings in order with their positions: the encoders
+    (segment_postings.py) do that in one pass at the end. Until then a run is kept as the list
+    of terms the analysis made (the strs are shared with its cache); `arrays` turns them into
+    flat arrays with a few C-level passes, where appending to arrays per text cost a third of
+    the analysis.
+    """
+
+    def __init__(self, key: Callable[[Any], str] | None = None) -> None:
+        self._key = key  # what a run's items are mapped by to their terms, at the end
+        self._runs: list[list] = []
+        self._docs = array("i")  # per run
+        self._firsts = array("i")  # per run: the position of its first term
+
+    def add(self, docnum: int, terms: list[str], first: int) -> None:
+        """A run of terms at consecutive positions from `first`."""
+        if terms:
+            self._runs.append(terms)
+            self._docs.append(docnum)
+            self._firsts.append(first)
+
+    def __bool__(self) -> bool:
+        return bool(self._runs)
+
+    def arrays(self) -> tuple[list[bytes], FieldTokens]:
+        """The field's terms in byte order, and its tokens (their terms as ranks in that order)."""
+        lengths = np.fromiter(map(len, self._runs), dtype=np.int64, count=len(self._runs))
+        total = int(lengths.sum())
+        ids_of: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        items = itertools.chain.from_iterable(self._runs)
+        ids = np.fromiter(
+            map(ids_of.__getitem__, items if self._key is None else map(self._key, items)),
+            dtype=np.int32,
+            count=total,
+        )
+        self._runs = []
+        terms = list(ids_of)  # in id order
+        # Whoosh orders terms by their UTF-8 bytes; str order is code point order, which UTF-8
+        # preserves, so sorting str keys and encoding them after gives the same order.
+        order = sorted(range(len(terms)), key=terms.__getitem__)
+        rank_of_id = np.empty(len(terms), dtype=np.int32)
+        rank_of_id[order] = np.arange(len(terms), dtype=np.int32)
+        run_docs = np.frombuffer(self._docs, dtype=np.int32)
+        run_starts = np.cumsum(lengths) - lengths
+        # Token i of a run starting at token s with first position f is at f + (i - s).
+        offsets = np.frombuffer(self._firsts, dtype=np.int32) - run_starts
+        positions = (np.arange(total, dtype=np.int64) + np.repeat(offsets, lengths)).astype(
+            np.int32
+        )
+        tokens = FieldTokens(rank_of_id[ids], np.repeat(run_docs, lengths), positions)
+        return [terms[number].encode("utf-8") for number in order], tokens
 
 
 class _Text:
-    """One analysed text: its terms' positions in first-occurrence order, and its words."""
+    """One analysed text: runs of terms at consecutive positions, and its words."""
 
-    __slots__ = ("_kept", "_stemmed", "end", "length", "positions")
+    __slots__ = ("_kept", "_stemmed", "end", "length", "runs")
 
-    def __init__(self, positions, length: int, end: int, kept, stemmed: bool = True) -> None:
-        self.positions: dict[str, list[int]] = positions
+    def __init__(self, runs, length: int, end: int, kept, stemmed: bool = True) -> None:
+        self.runs: list[tuple[list[str], int]] = runs  # (terms, position of the first)
         self.length = length  # kept words (the field length)
         self.end = end  # one past the last position
         self._kept = kept  # (word, stem) pairs, or words when not stemmed
@@ -113,8 +149,7 @@ class _Text:
         """From analysis.text_words output, or (0, words) of an unstemmed text."""
         first, kept = words
         terms = list(map(itemgetter(1), kept)) if stemmed else kept
-        positions = _positions_by_term(terms, first)
-        return cls(positions, len(terms), first + len(terms), kept, stemmed)
+        return cls([(terms, first)], len(terms), first + len(terms), kept, stemmed)
 
     @classmethod
     def joined(cls, title: str, title_text: _Text, abstract_text: _Text) -> _Text:
@@ -127,18 +162,19 @@ class _Text:
         """
         abstract_first = abstract_text.end - abstract_text.length
         shift = title_text.end - abstract_first if title_text.length else token_count(title)
-        positions = dict(title_text.positions)
-        for term, places in abstract_text.positions.items():
-            shifted = [place + shift for place in places]
-            before = positions.get(term)
-            positions[term] = shifted if before is None else before + shifted
+        runs = title_text.runs + [(terms, first + shift) for terms, first in abstract_text.runs]
         kept = title_text._kept + abstract_text._kept
         end = abstract_text.end + shift if abstract_text.length else title_text.end
-        return cls(positions, title_text.length + abstract_text.length, end, kept)
+        return cls(runs, title_text.length + abstract_text.length, end, kept)
 
     def words(self) -> set[str]:
         """The text's distinct unstemmed words (what Whoosh's spelling field gets)."""
         return set(map(itemgetter(0), self._kept)) if self._stemmed else set(self._kept)
+
+    @property
+    def kept(self) -> list:
+        """(word, stem) of each kept word, or the words of an unstemmed text."""
+        return self._kept
 
 
 class SegmentBuilder:
@@ -156,10 +192,28 @@ class SegmentBuilder:
         self._length_bytes: dict[str, bytearray] = defaultdict(bytearray)
         self._index_cache: dict[str, dict[Any, list]] = defaultdict(dict)
         self._values = _PositionValues()
+        self._tokens: dict[str, _FieldTokens] = defaultdict(_FieldTokens)
+        for name in (TITLE, ABSTRACT, COMBINED_FIELD, NAME_FIELD):
+            # The encoders weigh a posting by its frequency: the Positions format's weight
+            # under a field boost of 1.
+            field_format = schema[name].format if name in schema else None
+            if field_format is not None and not (
+                isinstance(field_format, formats.Positions) and field_format.field_boost == 1.0
+            ):
+                raise ValueError(f"field {name!r} must keep positions, unboosted, to be built here")
+        # Analysed text fields with spelling words: spelling field -> the words' occurrences.
         self._spelled = {
             name for name in (TITLE, ABSTRACT, COMBINED_FIELD, NAME_FIELD)
             if name in schema and schema[name].separate_spelling()
         }  # fmt: skip
+        for name in self._spelled:
+            # A spelling field is written after its text field (fields go in name order), whose
+            # posting values it takes; and its words are a stemmed text's (word, stem) pairs.
+            if name == NAME_FIELD or schema[name].spelling_fieldname(name) < name:
+                raise ValueError(f"spelling words of field {name!r} cannot be built here")
+        self._spelling_words: dict[str, _FieldTokens] = defaultdict(
+            lambda: _FieldTokens(key=itemgetter(0))
+        )
         self.doc_count = 0
 
     # -- adding documents ------------------------------------------------------------------
@@ -216,21 +270,13 @@ class SegmentBuilder:
         """Positions postings (and spelling words) of one text; returns its length."""
         if not text.length:
             return 0
-        postings = self._postings[name]
-        single = self._values.reserve(text.end)
-        encode_many = self._values.encode_many
-        value = b""
-        for term, positions in text.positions.items():
-            if len(positions) == 1:
-                value = single[positions[0]]
-                postings[term].append((docnum, 1, value))
-            else:
-                value = encode_many(positions)
-                postings[term].append((docnum, len(positions), value))
+        tokens = self._tokens[name]
+        for terms, first in text.runs:
+            tokens.add(docnum, terms, first)
         self._set_length(name, docnum, text.length)
         if name in self._spelled:
-            # Whoosh posts the spelling words with the last posting value its loop saw.
-            self._add_spelling(name, text.words(), value)
+            spelling_name = self._schema[name].spelling_fieldname(name)
+            self._spelling_words[spelling_name].add(docnum, text.kept, 0)
         return text.length
 
     def _add_spelling(self, name: str, words: set[str], value: bytes) -> None:
@@ -285,11 +331,36 @@ class SegmentBuilder:
         # the field's first posting.
         names = {
             name for name, terms in (*self._postings.items(), *self._spelling.items()) if terms
+        } | {
+            name
+            for name, tokens in (*self._tokens.items(), *self._spelling_words.items())
+            if tokens
         }
+        if self._spelling.keys() & self._spelling_words.keys():
+            raise ValueError("a spelling field has words from analysed and from other fields")
+        # Spelling field -> each document's posting value of its text field (see below).
+        last_values: dict[str, DocValues] = {}
         for name in sorted(names):
             field = self._schema[name]
             packing = values_packing(field.format.fixed_value_size())
-            if name in self._spelling:
+            if name in self._tokens:
+                length_bytes = self._length_bytes.get(name) if field.scorable else None
+                terms, tokens = self._tokens.pop(name).arrays()
+                # Whoosh's loop over a text's terms (in first-occurrence order) posts the text's
+                # spelling words with the value its loop variable last held: the posting value
+                # of the term that occurs first last.
+                spelled = name in self._spelled
+                written = writer.add_positions_field(
+                    name, terms, tokens, self.doc_count, length_bytes, last_values=spelled
+                )
+                if spelled:
+                    last_values[field.spelling_fieldname(name)] = written.last_values
+                if name in array_names:
+                    arrays.add_field(name, terms, written.ends, written.docs, written.weights)
+            elif name in self._spelling_words:
+                words, tokens = self._spelling_words.pop(name).arrays()
+                writer.add_spelling_words(name, words, tokens, last_values.pop(name))
+            elif name in self._spelling:
                 spelling = self._spelling.pop(name)
                 words = (
                     (word.encode("utf-8"), sorted(spelling[word])) for word in sorted(spelling)
@@ -317,9 +388,3 @@ def _field_terms(postings: Postings) -> Iterator[tuple[bytes, list[Posting]]]:
     # preserves, so sorting str keys and encoding them after gives the same order.
     for term in sorted(postings):
         yield (term.encode("utf-8") if isinstance(term, str) else term), postings[term]
-
-
-def _spelling_words(spelling: dict[str, list[bytes]]) -> Iterator[tuple[bytes, list[bytes]]]:
-    # Whoosh's pool sorts the postings, all (0, 1, value): the values come in order.
-    for word in sorted(spelling):
-        yield word.encode("utf-8"), sorted(spelling[word])

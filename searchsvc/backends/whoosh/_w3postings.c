@@ -1,0 +1,808 @@
+/* The posting lists of a segment's positions and spelling fields, encoded in C.
+ *
+ * A full build spends most of its time turning postings into Whoosh W3 posting blocks: ~340
+ * postings a record, each a pickled positions list inside a pickled block tuple, compressed.
+ * `encode_positions_field` takes a field's tokens as flat arrays (term rank, document,
+ * position; tokens in document order) and returns what segment_postings.py's Python encoder
+ * writes for the same postings: per term the W3 magic, then blocks of up to 128 postings, each
+ * a `!i` length, the pickled block info (protocol 2, as Whoosh writes it) and the zlib-
+ * compressed pickled (id deltas, weights, values) tuple, each posting's value the Positions
+ * format's `pack_uint(len(deltas)) + pickle.dumps(deltas, 2)`. `encode_spelling_field` does the
+ * same for a spelling field's words.
+ *
+ * The pickles are written opcode by opcode as CPython's C pickler writes these objects (tuples
+ * of up to 3 items by TUPLE1-3, longer ones between MARK and TUPLE; tuples and bytes memoized;
+ * lists appended in batches of 1000). Block tuples use protocol 3, where bytes are raw
+ * (SHORT_BINBYTES): Whoosh's writer uses protocol 2, which pickles each value as a call of
+ * `_codecs.encode` on its Latin-1 text, so that blocks are 40% larger compressed, take twice as
+ * long to compress and twice as long to unpickle. Whoosh's reader unpickles either.
+ * Compression is zlib's deflate at the settings of `zlib.compress(data, level)`.
+ *
+ * tests/test_native_postings.py holds this to the Python encoder's bytes on random fields, and
+ * tests/test_fast_writer.py holds whole segments to what Whoosh's own writer makes of the same
+ * documents, read back through Whoosh.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <zlib.h>
+
+#define BLOCK_LIMIT 128   /* W3Codec's blocklimit */
+#define LIST_BATCH 1000   /* the pickler's batch size for list items */
+#define TERM_INFO_SIZE 35 /* struct "!BfIBBfII" (W3TermInfo) + "!qi" (offset, length) */
+
+typedef struct {
+    unsigned char *data;
+    size_t len;
+    size_t cap;
+} Buffer;
+
+static int reserve(Buffer *b, size_t extra) {
+    if (b->len + extra <= b->cap) {
+        return 0;
+    }
+    size_t cap = b->cap ? b->cap : 1 << 16;
+    while (cap < b->len + extra) {
+        cap *= 2;
+    }
+    unsigned char *data = PyMem_Realloc(b->data, cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+/* Writers below assume the caller reserved room for them. */
+/* A buffer's bytes for Py_BuildValue's "y#", which turns a NULL pointer into None. */
+#define DATA(buffer) ((const char *)((buffer).data ? (buffer).data : (unsigned char *)""))
+
+static inline void put1(Buffer *b, unsigned char c) { b->data[b->len++] = c; }
+
+static inline void put_bytes(Buffer *b, const void *p, size_t n) {
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+static inline void put_le32(Buffer *b, uint32_t v) {
+    put1(b, v & 0xff);
+    put1(b, (v >> 8) & 0xff);
+    put1(b, (v >> 16) & 0xff);
+    put1(b, v >> 24);
+}
+
+static inline void put_be32(unsigned char *p, uint32_t v) {
+    p[0] = v >> 24;
+    p[1] = (v >> 16) & 0xff;
+    p[2] = (v >> 8) & 0xff;
+    p[3] = v & 0xff;
+}
+
+static inline void put_be64(unsigned char *p, uint64_t v) {
+    put_be32(p, (uint32_t)(v >> 32));
+    put_be32(p + 4, (uint32_t)v);
+}
+
+/* -- pickle opcodes (protocol 2), as Modules/_pickle.c writes them ------------------------ */
+#define MAX_INT_SIZE 5
+#define MAX_MEMO_SIZE 5
+
+static inline void pickle_int(Buffer *b, uint32_t v) { /* 0 <= v < 2**31 */
+    if (v <= 0xff) {
+        put1(b, 'K');
+        put1(b, (unsigned char)v);
+    } else if (v <= 0xffff) {
+        put1(b, 'M');
+        put1(b, v & 0xff);
+        put1(b, v >> 8);
+    } else {
+        put1(b, 'J');
+        put_le32(b, v);
+    }
+}
+
+static inline void pickle_float(Buffer *b, double d) { /* BINFLOAT: big-endian double */
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    put1(b, 'G');
+    put_be64(b->data + b->len, bits);
+    b->len += 8;
+}
+
+static inline void memo_put(Buffer *b, uint32_t index) {
+    if (index < 256) {
+        put1(b, 'q');
+        put1(b, (unsigned char)index);
+    } else {
+        put1(b, 'r');
+        put_le32(b, index);
+    }
+}
+
+static inline void memo_get(Buffer *b, uint32_t index) {
+    if (index < 256) {
+        put1(b, 'h');
+        put1(b, (unsigned char)index);
+    } else {
+        put1(b, 'j');
+        put_le32(b, index);
+    }
+}
+
+static const unsigned char TUPLE_OF[4] = {0, 0x85, 0x86, 0x87}; /* TUPLE1..TUPLE3 */
+
+/* Opening and closing of a tuple of n items (n >= 1); the close memoizes it. */
+static inline void tuple_open(Buffer *b, Py_ssize_t n) {
+    if (n > 3) {
+        put1(b, '(');
+    }
+}
+
+static inline void tuple_close(Buffer *b, Py_ssize_t n, uint32_t *memo) {
+    put1(b, n > 3 ? 't' : TUPLE_OF[n]);
+    memo_put(b, (*memo)++);
+}
+
+/* The Positions format's value of one posting: pack_uint(n) + pickle.dumps(deltas, 2). */
+static size_t max_value_size(Py_ssize_t n) {
+    return 4 + 5 + (size_t)n * MAX_INT_SIZE + 2 * ((size_t)n / LIST_BATCH + 1) + 1;
+}
+
+static void encode_value(Buffer *b, const int32_t *positions, const Py_ssize_t *order,
+                         Py_ssize_t first, Py_ssize_t n) {
+    put_be32(b->data + b->len, (uint32_t)n);
+    b->len += 4;
+    put_bytes(b, "\x80\x02]q\x00", 5);
+    if (n == 1) {
+        pickle_int(b, (uint32_t)positions[order[first]]);
+        put1(b, 'a');
+    } else {
+        int32_t previous = 0;
+        for (Py_ssize_t done = 0; done < n;) {
+            put1(b, '(');
+            for (Py_ssize_t k = 0; k < LIST_BATCH && done < n; k++, done++) {
+                int32_t position = positions[order[first + done]];
+                pickle_int(b, (uint32_t)(position - previous));
+                previous = position;
+            }
+            put1(b, 'e');
+        }
+    }
+    put1(b, '.');
+}
+
+/* Token numbers grouped by rank, stably: order[counts[r - 1] .. counts[r]) are rank r's tokens
+ * (counts[-1] read as 0). Ranks must lie in [0, term_count) and docs must not descend. */
+static int group_by_rank(const int32_t *ranks, const int32_t *docs, Py_ssize_t tokens,
+                         Py_ssize_t term_count, Py_ssize_t doc_count, Py_ssize_t **counts_out,
+                         Py_ssize_t **order_out) {
+    Py_ssize_t *counts = PyMem_Calloc((size_t)term_count + 1, sizeof *counts);
+    Py_ssize_t *order = PyMem_Malloc(((size_t)tokens + 1) * sizeof *order);
+    *counts_out = counts;
+    *order_out = order;
+    if (counts == NULL || order == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t t = 0; t < tokens; t++) {
+        if (ranks[t] < 0 || ranks[t] >= term_count) {
+            PyErr_SetString(PyExc_ValueError, "a term rank is out of range");
+            return -1;
+        }
+        if (docs[t] < 0 || docs[t] >= doc_count || (t && docs[t] < docs[t - 1])) {
+            PyErr_SetString(PyExc_ValueError,
+                            "tokens must come in document order, numbered below doc_count");
+            return -1;
+        }
+        counts[ranks[t] + 1]++;
+    }
+    for (Py_ssize_t r = 0; r < term_count; r++) {
+        counts[r + 1] += counts[r];
+    }
+    for (Py_ssize_t t = 0; t < tokens; t++) {
+        order[counts[ranks[t]]++] = t;
+    }
+    /* counts[r] is now the end of rank r's tokens; rank r starts at counts[r - 1]. */
+    for (Py_ssize_t r = 0; r < term_count; r++) {
+        if (counts[r] == (r ? counts[r - 1] : 0)) {
+            PyErr_SetString(PyExc_ValueError, "a term has no tokens");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void put_term_info(Buffer *infos, double total_weight, Py_ssize_t postings, int min_length,
+                          int max_length, double max_weight, int32_t first_doc, int32_t last_doc,
+                          long long offset, size_t size) {
+    /* W3TermInfo: "!BfIBBfII", then the term's offset and length in the file ("!qi"). */
+    unsigned char *info = infos->data + infos->len;
+    float total = (float)total_weight, maximum = (float)max_weight;
+    uint32_t bits;
+    info[0] = 0;
+    memcpy(&bits, &total, 4);
+    put_be32(info + 1, bits);
+    put_be32(info + 5, (uint32_t)postings);
+    info[9] = (unsigned char)min_length;
+    info[10] = (unsigned char)max_length;
+    memcpy(&bits, &maximum, 4);
+    put_be32(info + 11, bits);
+    put_be32(info + 15, (uint32_t)first_doc);
+    put_be32(info + 19, (uint32_t)last_doc);
+    put_be64(info + 23, (uint64_t)offset);
+    put_be32(info + 31, (uint32_t)size);
+    infos->len += TERM_INFO_SIZE;
+}
+
+/* Compresses e->pickled behind its block length and `info` at the end of e->out. */
+static int append_block(Buffer *out, z_stream *stream, const Buffer *pickled,
+                        const Buffer *info, int last) {
+    uLong bound = deflateBound(stream, (uLong)pickled->len);
+    if (reserve(out, 4 + info->len + bound) < 0) {
+        return -1;
+    }
+    size_t header = out->len;
+    out->len += 4;
+    put_bytes(out, info->data, info->len);
+    if (deflateReset(stream) != Z_OK) {
+        PyErr_SetString(PyExc_RuntimeError, "deflateReset failed");
+        return -1;
+    }
+    stream->next_in = pickled->data;
+    stream->avail_in = (uInt)pickled->len;
+    stream->next_out = out->data + out->len;
+    stream->avail_out = (uInt)bound;
+    if (deflate(stream, Z_FINISH) != Z_STREAM_END) {
+        PyErr_SetString(PyExc_RuntimeError, "deflate did not finish a block");
+        return -1;
+    }
+    out->len += stream->total_out;
+    int32_t size = (int32_t)(info->len + stream->total_out);
+    put_be32(out->data + header, (uint32_t)(last ? -size : size));
+    return 0;
+}
+
+/* A bytes object at protocol 3: SHORT_BINBYTES below 256 bytes, else BINBYTES. */
+static void put_binbytes(Buffer *b, const unsigned char *data, size_t size) {
+    if (size < 256) {
+        put1(b, 'C');
+        put1(b, (unsigned char)size);
+    } else {
+        put1(b, 'B');
+        put_le32(b, (uint32_t)size);
+    }
+    put_bytes(b, data, size);
+}
+
+static int start_stream(z_stream *stream, int level) {
+    memset(stream, 0, sizeof *stream); /* zlib's default allocator: Z_NULL zalloc and zfree */
+    if (deflateInit2(stream, level, Z_DEFLATED, MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        PyErr_SetString(PyExc_RuntimeError, "deflateInit2 failed");
+        return -1;
+    }
+    return 0;
+}
+
+/* -- positions fields --------------------------------------------------------------------- */
+typedef struct {
+    z_stream stream;
+    int stream_ready;
+    Buffer out;     /* the field's .pst bytes */
+    Buffer pickled; /* one block's pickled tuple */
+    Buffer values;  /* one block's posting values, back to back */
+    /* The block being collected. */
+    Py_ssize_t count;
+    int32_t docs[BLOCK_LIMIT];
+    uint32_t freqs[BLOCK_LIMIT];
+    size_t value_ends[BLOCK_LIMIT];
+} Encoder;
+
+static void encoder_free(Encoder *e) {
+    if (e->stream_ready) {
+        deflateEnd(&e->stream);
+    }
+    PyMem_Free(e->out.data);
+    PyMem_Free(e->pickled.data);
+    PyMem_Free(e->values.data);
+}
+
+/* The block's (deltas, weights, values) tuple, pickled into e->pickled. */
+static int pickle_block(Encoder *e) {
+    Py_ssize_t n = e->count;
+    Buffer *b = &e->pickled;
+    size_t values_size = e->value_ends[n - 1];
+    /* Per posting: an int, a float, a value and its opcodes (5 bytes) and memo (5 bytes). */
+    b->len = 0;
+    if (reserve(b, 64 + (size_t)n * (MAX_INT_SIZE + 9 + 10) + values_size) < 0) {
+        return -1;
+    }
+    uint32_t memo = 0;
+    put_bytes(b, "\x80\x03", 2);
+    /* Document numbers as differences, the first from 0. */
+    tuple_open(b, n);
+    int32_t previous = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        pickle_int(b, (uint32_t)(e->docs[i] - previous));
+        previous = e->docs[i];
+    }
+    tuple_close(b, n, &memo);
+    /* Weights: None when all are 1, one float when all are equal, else a tuple of floats. */
+    int all_equal = 1;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (e->freqs[i] != e->freqs[0]) {
+            all_equal = 0;
+            break;
+        }
+    }
+    if (all_equal) {
+        if (e->freqs[0] == 1) {
+            put1(b, 'N');
+        } else {
+            pickle_float(b, (double)e->freqs[0]);
+        }
+    } else {
+        tuple_open(b, n);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            pickle_float(b, (double)e->freqs[i]);
+        }
+        tuple_close(b, n, &memo);
+    }
+    /* Values: each bytes object as SHORT_BINBYTES or BINBYTES. */
+    tuple_open(b, n);
+    size_t start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        put_binbytes(b, e->values.data + start, e->value_ends[i] - start);
+        start = e->value_ends[i];
+        memo_put(b, memo++);
+    }
+    tuple_close(b, n, &memo);
+    put1(b, 0x87); /* TUPLE3: (deltas, weights, values) */
+    memo_put(b, memo++);
+    put1(b, '.');
+    return 0;
+}
+
+/* Appends the collected block (its length, info and compressed data) to e->out. */
+static int write_block(Encoder *e, const unsigned char *length_bytes, Py_ssize_t length_count,
+                       int level, int last, double *max_weight, int *min_length,
+                       int *max_length) {
+    Py_ssize_t n = e->count;
+    uint32_t block_max = 0;
+    int block_min_length = 255, block_max_length = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (e->freqs[i] > block_max) {
+            block_max = e->freqs[i];
+        }
+        int length = 0;
+        if (length_bytes != NULL) {
+            if (e->docs[i] >= length_count) {
+                PyErr_SetString(PyExc_ValueError, "a document has postings but no length byte");
+                return -1;
+            }
+            length = length_bytes[e->docs[i]];
+        }
+        if (length < block_min_length) {
+            block_min_length = length;
+        }
+        if (length > block_max_length) {
+            block_max_length = length;
+        }
+    }
+    if ((double)block_max > *max_weight) {
+        *max_weight = (double)block_max;
+    }
+    if (block_min_length < *min_length) {
+        *min_length = block_min_length;
+    }
+    if (block_max_length > *max_length) {
+        *max_length = block_max_length;
+    }
+    if (pickle_block(e) < 0) {
+        return -1;
+    }
+    /* Block info: (postings, last id, max weight, compression, min length, max length). */
+    unsigned char info_bytes[64];
+    Buffer info = {info_bytes, 0, sizeof info_bytes};
+    put_bytes(&info, "\x80\x02(", 3);
+    pickle_int(&info, (uint32_t)n);
+    pickle_int(&info, (uint32_t)e->docs[n - 1]);
+    pickle_float(&info, (double)block_max);
+    pickle_int(&info, (uint32_t)level);
+    pickle_int(&info, (uint32_t)block_min_length);
+    pickle_int(&info, (uint32_t)block_max_length);
+    put_bytes(&info, "tq\x00.", 4);
+
+    if (append_block(&e->out, &e->stream, &e->pickled, &info, last) < 0) {
+        return -1;
+    }
+    e->count = 0;
+    e->values.len = 0;
+    return 0;
+}
+
+static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_buffer ranks_view = {0}, docs_view = {0}, positions_view = {0}, lengths_view = {0};
+    Py_buffer magic_view = {0};
+    Py_ssize_t term_count, doc_count;
+    PyObject *lengths_arg;
+    long long start_offset;
+    int level, want_last_values;
+    if (!PyArg_ParseTuple(args, "y*y*y*nnOLy*ip", &ranks_view, &docs_view, &positions_view,
+                          &term_count, &doc_count, &lengths_arg, &start_offset, &magic_view,
+                          &level, &want_last_values)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t *counts = NULL, *order = NULL;
+    int32_t *last_new = NULL;     /* per document: the rank of its last new term */
+    size_t *last_value_at = NULL; /* per document: (offset, size) of its value in `candidates` */
+    Encoder e;
+    memset(&e, 0, sizeof e);
+    Buffer infos = {0}, post_docs = {0}, post_freqs = {0}, term_ends = {0};
+    Buffer candidates = {0}, last_values = {0}, last_value_ends = {0};
+
+    const unsigned char *length_bytes = NULL;
+    Py_ssize_t length_count = 0;
+    if (lengths_arg != Py_None) {
+        if (PyObject_GetBuffer(lengths_arg, &lengths_view, PyBUF_SIMPLE) < 0) {
+            goto done;
+        }
+        length_bytes = lengths_view.buf;
+        length_count = lengths_view.len;
+    }
+    Py_ssize_t tokens = ranks_view.len / 4;
+    if (ranks_view.len % 4 || docs_view.len != ranks_view.len ||
+        positions_view.len != ranks_view.len || term_count < 0 || doc_count < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "ranks, docs and positions must be int32 arrays of one length");
+        goto done;
+    }
+    const int32_t *ranks = ranks_view.buf, *docs = docs_view.buf, *positions = positions_view.buf;
+    if (group_by_rank(ranks, docs, tokens, term_count, doc_count, &counts, &order) < 0) {
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < tokens; t++) {
+        if (positions[t] < 0) {
+            PyErr_SetString(PyExc_ValueError, "a position is negative");
+            goto done;
+        }
+    }
+    if (want_last_values) {
+        /* Whoosh posts a text's spelling words with the value of the term that occurs first
+         * last: scan each document's tokens (in position order) for new terms. */
+        int32_t *seen_in = PyMem_Malloc(((size_t)term_count + 1) * sizeof *seen_in);
+        last_new = PyMem_Malloc(((size_t)doc_count + 1) * sizeof *last_new);
+        last_value_at = PyMem_Calloc(2 * ((size_t)doc_count + 1), sizeof *last_value_at);
+        if (seen_in == NULL || last_new == NULL || last_value_at == NULL) {
+            PyMem_Free(seen_in);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t r = 0; r < term_count; r++) {
+            seen_in[r] = -1;
+        }
+        for (Py_ssize_t d = 0; d < doc_count; d++) {
+            last_new[d] = -1;
+        }
+        for (Py_ssize_t t = 0; t < tokens; t++) {
+            if (t && docs[t] == docs[t - 1] && positions[t] <= positions[t - 1]) {
+                PyErr_SetString(PyExc_ValueError, "a document's positions must ascend");
+                PyMem_Free(seen_in);
+                goto done;
+            }
+            if (seen_in[ranks[t]] != docs[t]) {
+                seen_in[ranks[t]] = docs[t];
+                last_new[docs[t]] = ranks[t];
+            }
+        }
+        PyMem_Free(seen_in);
+    }
+
+    if (start_stream(&e.stream, level) < 0) {
+        goto done;
+    }
+    e.stream_ready = 1;
+    if (reserve(&infos, (size_t)term_count * TERM_INFO_SIZE) < 0 ||
+        reserve(&post_docs, (size_t)tokens * 4) < 0 ||
+        reserve(&post_freqs, (size_t)tokens * 4) < 0 ||
+        reserve(&term_ends, (size_t)term_count * 8) < 0) {
+        goto done;
+    }
+    Py_ssize_t term_start = 0;
+    for (Py_ssize_t r = 0; r < term_count; r++) {
+        Py_ssize_t term_end = counts[r];
+        size_t term_offset = e.out.len;
+        if (reserve(&e.out, magic_view.len) < 0) {
+            goto done;
+        }
+        put_bytes(&e.out, magic_view.buf, magic_view.len);
+        double total_weight = 0, max_weight = 0;
+        int min_length = 255, max_length = 0;
+        Py_ssize_t posting_count = 0;
+        int32_t first_doc = docs[order[term_start]], last_doc = first_doc;
+        for (Py_ssize_t i = term_start; i < term_end;) {
+            int32_t doc = docs[order[i]];
+            Py_ssize_t j = i + 1;
+            while (j < term_end && docs[order[j]] == doc) {
+                if (positions[order[j]] <= positions[order[j - 1]]) {
+                    PyErr_SetString(PyExc_ValueError,
+                                    "a term's positions in a document must ascend");
+                    goto done;
+                }
+                j++;
+            }
+            Py_ssize_t freq = j - i;
+            if (reserve(&e.values, max_value_size(freq)) < 0) {
+                goto done;
+            }
+            size_t value_start = e.values.len;
+            encode_value(&e.values, positions, order, i, freq);
+            if (last_new != NULL && last_new[doc] == r) {
+                size_t size = e.values.len - value_start;
+                if (reserve(&candidates, size) < 0) {
+                    goto done;
+                }
+                last_value_at[2 * doc] = candidates.len;
+                last_value_at[2 * doc + 1] = size;
+                put_bytes(&candidates, e.values.data + value_start, size);
+            }
+            e.docs[e.count] = doc;
+            e.freqs[e.count] = (uint32_t)freq;
+            e.value_ends[e.count] = e.values.len;
+            e.count++;
+            put_le32(&post_docs, (uint32_t)doc);
+            put_le32(&post_freqs, (uint32_t)freq);
+            total_weight += (double)freq;
+            posting_count++;
+            last_doc = doc;
+            i = j;
+            if (e.count == BLOCK_LIMIT || i == term_end) {
+                if (write_block(&e, length_bytes, length_count, level, i == term_end,
+                                &max_weight, &min_length, &max_length) < 0) {
+                    goto done;
+                }
+            }
+        }
+        put_term_info(&infos, total_weight, posting_count, min_length, max_length, max_weight,
+                      first_doc, last_doc, start_offset + (long long)term_offset,
+                      e.out.len - term_offset);
+        uint64_t end = post_docs.len / 4;
+        put_le32(&term_ends, (uint32_t)end);
+        put_le32(&term_ends, (uint32_t)(end >> 32));
+        term_start = term_end;
+    }
+    if (last_new != NULL) {
+        /* Each document's value, in document order, and each one's end. */
+        if (reserve(&last_values, candidates.len) < 0 ||
+            reserve(&last_value_ends, (size_t)doc_count * 8) < 0) {
+            goto done;
+        }
+        for (Py_ssize_t d = 0; d < doc_count; d++) {
+            put_bytes(&last_values, candidates.data + last_value_at[2 * d],
+                      last_value_at[2 * d + 1]);
+            uint64_t end = last_values.len;
+            put_le32(&last_value_ends, (uint32_t)end);
+            put_le32(&last_value_ends, (uint32_t)(end >> 32));
+        }
+    }
+    result = Py_BuildValue("(y#y#y#y#y#y#y#)", DATA(e.out), (Py_ssize_t)e.out.len, DATA(infos),
+                           (Py_ssize_t)infos.len, DATA(post_docs), (Py_ssize_t)post_docs.len,
+                           DATA(post_freqs), (Py_ssize_t)post_freqs.len, DATA(term_ends),
+                           (Py_ssize_t)term_ends.len, DATA(last_values),
+                           (Py_ssize_t)last_values.len, DATA(last_value_ends),
+                           (Py_ssize_t)last_value_ends.len);
+done:
+    encoder_free(&e);
+    PyMem_Free(counts);
+    PyMem_Free(order);
+    PyMem_Free(last_new);
+    PyMem_Free(last_value_at);
+    PyMem_Free(infos.data);
+    PyMem_Free(post_docs.data);
+    PyMem_Free(post_freqs.data);
+    PyMem_Free(term_ends.data);
+    PyMem_Free(candidates.data);
+    PyMem_Free(last_values.data);
+    PyMem_Free(last_value_ends.data);
+    PyBuffer_Release(&ranks_view);
+    PyBuffer_Release(&docs_view);
+    PyBuffer_Release(&positions_view);
+    PyBuffer_Release(&magic_view);
+    if (lengths_view.obj != NULL) {
+        PyBuffer_Release(&lengths_view);
+    }
+    return result;
+}
+
+/* -- spelling fields ---------------------------------------------------------------------- */
+typedef struct {
+    const unsigned char *data;
+    size_t size;
+} Value;
+
+static int compare_values(const void *a, const void *b) {
+    const Value *x = a, *y = b;
+    size_t common = x->size < y->size ? x->size : y->size;
+    int order = memcmp(x->data, y->data, common);
+    if (order) {
+        return order;
+    }
+    return (x->size > y->size) - (x->size < y->size);
+}
+
+static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_buffer ranks_view = {0}, docs_view = {0}, values_view = {0}, ends_view = {0};
+    Py_buffer magic_view = {0};
+    Py_ssize_t term_count;
+    long long start_offset;
+    int level;
+    if (!PyArg_ParseTuple(args, "y*y*ny*y*Ly*i", &ranks_view, &docs_view, &term_count,
+                          &values_view, &ends_view, &start_offset, &magic_view, &level)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t *counts = NULL, *order = NULL;
+    Value *word_values = NULL;
+    z_stream stream;
+    int stream_ready = 0;
+    Buffer out = {0}, infos = {0}, pickled = {0};
+    Py_ssize_t tokens = ranks_view.len / 4;
+    Py_ssize_t doc_count = ends_view.len / 8;
+    if (ranks_view.len % 4 || docs_view.len != ranks_view.len || ends_view.len % 8 ||
+        term_count < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "ranks and docs must be int32 arrays of one length, ends int64");
+        goto done;
+    }
+    const int32_t *ranks = ranks_view.buf, *docs = docs_view.buf;
+    const unsigned char *values = values_view.buf;
+    int64_t *value_ends = PyMem_Malloc(((size_t)doc_count + 1) * sizeof *value_ends);
+    if (value_ends == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(value_ends, ends_view.buf, (size_t)doc_count * 8); /* little-endian hosts */
+    for (Py_ssize_t d = 0; d < doc_count; d++) {
+        int64_t begin = d ? value_ends[d - 1] : 0;
+        if (value_ends[d] < begin || value_ends[d] > values_view.len) {
+            PyMem_Free(value_ends);
+            PyErr_SetString(PyExc_ValueError, "value ends must ascend within the values");
+            goto done;
+        }
+    }
+    if (group_by_rank(ranks, docs, tokens, term_count, doc_count, &counts, &order) < 0 ||
+        start_stream(&stream, level) < 0) {
+        PyMem_Free(value_ends);
+        goto done;
+    }
+    stream_ready = 1;
+    word_values = PyMem_Malloc(((size_t)tokens + 1) * sizeof *word_values);
+    if (word_values == NULL || reserve(&infos, (size_t)term_count * TERM_INFO_SIZE) < 0) {
+        PyMem_Free(value_ends);
+        if (word_values == NULL) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    Py_ssize_t word_start = 0;
+    for (Py_ssize_t r = 0; r < term_count; r++) {
+        /* The word's documents (once each) and their values, sorted as bytes. */
+        Py_ssize_t count = 0;
+        for (Py_ssize_t i = word_start; i < counts[r]; i++) {
+            int32_t doc = docs[order[i]];
+            if (i > word_start && doc == docs[order[i - 1]]) {
+                continue;
+            }
+            int64_t begin = doc ? value_ends[doc - 1] : 0;
+            word_values[count].data = values + begin;
+            word_values[count].size = (size_t)(value_ends[doc] - begin);
+            count++;
+        }
+        word_start = counts[r];
+        qsort(word_values, (size_t)count, sizeof *word_values, compare_values);
+        size_t term_offset = out.len;
+        if (reserve(&out, magic_view.len) < 0) {
+            PyMem_Free(value_ends);
+            goto done;
+        }
+        put_bytes(&out, magic_view.buf, magic_view.len);
+        for (Py_ssize_t begin = 0; begin < count; begin += BLOCK_LIMIT) {
+            Py_ssize_t n = count - begin < BLOCK_LIMIT ? count - begin : BLOCK_LIMIT;
+            size_t joined = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                joined += word_values[begin + i].size;
+            }
+            /* (ids: n zeros, weights: None, values: the block's values joined as one bytes) */
+            pickled.len = 0;
+            if (reserve(&pickled, 64 + 2 * (size_t)n + joined) < 0) {
+                PyMem_Free(value_ends);
+                goto done;
+            }
+            uint32_t memo = 0;
+            put_bytes(&pickled, "\x80\x03", 2);
+            tuple_open(&pickled, n);
+            for (Py_ssize_t i = 0; i < n; i++) {
+                put_bytes(&pickled, "K\x00", 2);
+            }
+            tuple_close(&pickled, n, &memo);
+            put1(&pickled, 'N');
+            if (joined < 256) {
+                put1(&pickled, 'C');
+                put1(&pickled, (unsigned char)joined);
+            } else {
+                put1(&pickled, 'B');
+                put_le32(&pickled, (uint32_t)joined);
+            }
+            for (Py_ssize_t i = 0; i < n; i++) {
+                put_bytes(&pickled, word_values[begin + i].data, word_values[begin + i].size);
+            }
+            memo_put(&pickled, memo++);
+            put1(&pickled, 0x87);
+            memo_put(&pickled, memo++);
+            put1(&pickled, '.');
+            /* Block info: (postings, last id 0, max weight 1, compression, lengths 0 and 0). */
+            unsigned char info_bytes[32];
+            Buffer info = {info_bytes, 0, sizeof info_bytes};
+            put_bytes(&info, "\x80\x02(", 3);
+            pickle_int(&info, (uint32_t)n);
+            put_bytes(&info, "K\x00K\x01", 4);
+            pickle_int(&info, (uint32_t)level);
+            put_bytes(&info, "K\x00K\x00tq\x00.", 8);
+            if (append_block(&out, &stream, &pickled, &info, begin + n >= count) < 0) {
+                PyMem_Free(value_ends);
+                goto done;
+            }
+        }
+        put_term_info(&infos, (double)count, count, 0, 0, 1.0, 0, 0,
+                      start_offset + (long long)term_offset, out.len - term_offset);
+    }
+    PyMem_Free(value_ends);
+    result = Py_BuildValue("(y#y#)", DATA(out), (Py_ssize_t)out.len, DATA(infos),
+                           (Py_ssize_t)infos.len);
+done:
+    if (stream_ready) {
+        deflateEnd(&stream);
+    }
+    PyMem_Free(counts);
+    PyMem_Free(order);
+    PyMem_Free(word_values);
+    PyMem_Free(out.data);
+    PyMem_Free(infos.data);
+    PyMem_Free(pickled.data);
+    PyBuffer_Release(&ranks_view);
+    PyBuffer_Release(&docs_view);
+    PyBuffer_Release(&values_view);
+    PyBuffer_Release(&ends_view);
+    PyBuffer_Release(&magic_view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"encode_positions_field", encode_positions_field, METH_VARARGS,
+     "encode_positions_field(ranks, docs, positions, term_count, doc_count, length_bytes, "
+     "start, magic, level, last_values)\n--\n\n"
+     "A positions field's W3 posting blocks from its tokens (int32 arrays: term rank, document, "
+     "position; in document order). Returns (postings bytes, term infos: 35 bytes a term, "
+     "posting documents, posting frequencies, each term's end in those (little-endian int32, "
+     "int32, int64), and when `last_values`: each document's value of its last new term, "
+     "joined, and each one's end (int64))."},
+    {"encode_spelling_field", encode_spelling_field, METH_VARARGS,
+     "encode_spelling_field(ranks, docs, term_count, values, value_ends, start, magic, level)"
+     "\n--\n\n"
+     "A spelling field's W3 posting blocks: word rank and document of each word occurrence "
+     "(int32, in document order), each document's posting value (joined, int64 ends). "
+     "Returns (postings bytes, term infos: 35 bytes a word)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_w3postings",
+    "Whoosh W3 posting blocks of positions fields, encoded in C.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__w3postings(void) { return PyModule_Create(&module); }
