@@ -21,7 +21,10 @@ from whoosh.util.numeric import length_to_byte
 from searchsvc.backends.whoosh import segment_postings
 from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.segment_postings import (
+    VALUES_JOINED,
+    VALUES_NONE,
     DocValues,
+    FieldItems,
     FieldTokens,
     SegmentPostingsWriter,
 )
@@ -118,6 +121,47 @@ def test_spelling_fields_are_encoded_as_python_does(field, data) -> None:
     assert native["files"] == python["files"]
 
 
+@st.composite
+def _items_fields(draw):
+    """(terms, postings: one a term and document, doc_count, length bytes, packing)."""
+    doc_count = draw(st.integers(1, 300))
+    term_count = draw(st.integers(1, 20))
+    packing = draw(st.sampled_from([VALUES_NONE, VALUES_JOINED]))
+    weight = st.sampled_from([1.0, 2.0, 0.5]) | st.floats(0.01, 1000, allow_nan=False)
+    postings = []
+    for doc in range(doc_count):
+        for rank in sorted(draw(st.sets(st.integers(0, term_count - 1), max_size=4))):
+            value = draw(st.binary(min_size=4, max_size=4)) if packing == VALUES_JOINED else b""
+            postings.append((rank, doc, draw(weight), value))
+    used = sorted({rank for rank, *_ in postings})
+    rank_of = {rank: number for number, rank in enumerate(used)}
+    items = FieldItems(
+        np.array([rank_of[p[0]] for p in postings], dtype=np.int32),
+        np.array([p[1] for p in postings], dtype=np.int32),
+        np.array([p[2] for p in postings], dtype=np.float64),
+        [p[3] for p in postings],
+    )
+    lengths = bytes(draw(st.integers(0, 255)) for _ in range(doc_count))
+    return [f"k{rank:02d}".encode() for rank in used], items, doc_count, lengths, packing
+
+
+@needs_extension
+@settings(max_examples=150, deadline=None)
+@given(field=_items_fields(), scored=st.booleans())
+def test_other_fields_are_encoded_as_python_does(field, scored) -> None:
+    terms, items, doc_count, lengths, packing = field
+
+    def write(writer):
+        written = writer.add_items_field(
+            "category", terms, items, packing, doc_count, lengths if scored else None
+        )
+        return _arrays(written[:3])
+
+    native, python = _write(True, write), _write(False, write)
+    assert native["files"] == python["files"]
+    assert native["result"] == python["result"]
+
+
 @needs_extension
 @pytest.mark.parametrize(
     ("ranks", "docs", "positions", "message"),
@@ -173,3 +217,17 @@ def _segment_contents(index, segment) -> dict[str, bytes]:
     # The arrays file's header names its segment, whose id is random.
     contents["postarrays"] = arrays.read_bytes().replace(segment_id.encode(), b"SEGMENT")
     return contents
+
+
+@needs_extension
+def test_the_c_encoder_refuses_two_postings_of_a_term_in_a_document() -> None:
+    items = FieldItems(
+        np.array([0, 0], dtype=np.int32),
+        np.array([3, 3], dtype=np.int32),
+        np.ones(2),
+        [b"", b""],
+    )
+    storage = RamStorage()
+    writer = SegmentPostingsWriter(storage, default_codec().new_segment(storage, "test"))
+    with pytest.raises(ValueError, match="two postings"):
+        writer.add_items_field("category", [b"a"], items, VALUES_NONE, 4, None)

@@ -618,6 +618,228 @@ done:
     return result;
 }
 
+/* -- other fields: one posting a token, a float weight and a fixed-size value or none -------- */
+static int write_plain_block(Buffer *out, z_stream *stream, Buffer *pickled, const int32_t *docs,
+                             const double *weights, const unsigned char *values,
+                             Py_ssize_t value_size, Py_ssize_t n, int has_values,
+                             const unsigned char *length_bytes, Py_ssize_t length_count,
+                             int level, int last, double *max_weight, int *min_length,
+                             int *max_length) {
+    double block_max = weights[0];
+    int block_min_length = 255, block_max_length = 0, all_equal = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (weights[i] > block_max) {
+            block_max = weights[i];
+        }
+        if (weights[i] != weights[0]) {
+            all_equal = 0;
+        }
+        int length = 0;
+        if (length_bytes != NULL) {
+            if (docs[i] >= length_count) {
+                PyErr_SetString(PyExc_ValueError, "a document has postings but no length byte");
+                return -1;
+            }
+            length = length_bytes[docs[i]];
+        }
+        block_min_length = length < block_min_length ? length : block_min_length;
+        block_max_length = length > block_max_length ? length : block_max_length;
+    }
+    *max_weight = block_max > *max_weight ? block_max : *max_weight;
+    *min_length = block_min_length < *min_length ? block_min_length : *min_length;
+    *max_length = block_max_length > *max_length ? block_max_length : *max_length;
+
+    Buffer *b = pickled;
+    size_t values_size = has_values ? (size_t)(n * value_size) : 0;
+    b->len = 0;
+    if (reserve(b, 64 + (size_t)n * (MAX_INT_SIZE + 9) + values_size) < 0) {
+        return -1;
+    }
+    uint32_t memo = 0;
+    put_bytes(b, "\x80\x03", 2);
+    tuple_open(b, n);
+    int32_t previous = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        pickle_int(b, (uint32_t)(docs[i] - previous));
+        previous = docs[i];
+    }
+    tuple_close(b, n, &memo);
+    if (all_equal) {
+        if (weights[0] == 1.0) {
+            put1(b, 'N');
+        } else {
+            pickle_float(b, weights[0]);
+        }
+    } else {
+        tuple_open(b, n);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            pickle_float(b, weights[i]);
+        }
+        tuple_close(b, n, &memo);
+    }
+    if (has_values) {
+        put_binbytes(b, values, values_size); /* the block's values joined as one bytes */
+        memo_put(b, memo++);
+    } else {
+        put1(b, 'N');
+    }
+    put1(b, 0x87);
+    memo_put(b, memo++);
+    put1(b, '.');
+
+    unsigned char info_bytes[64];
+    Buffer info = {info_bytes, 0, sizeof info_bytes};
+    put_bytes(&info, "\x80\x02(", 3);
+    pickle_int(&info, (uint32_t)n);
+    pickle_int(&info, (uint32_t)docs[n - 1]);
+    pickle_float(&info, block_max);
+    pickle_int(&info, (uint32_t)level);
+    pickle_int(&info, (uint32_t)block_min_length);
+    pickle_int(&info, (uint32_t)block_max_length);
+    put_bytes(&info, "tq\x00.", 4);
+    return append_block(out, stream, pickled, &info, last);
+}
+
+static PyObject *encode_plain_field(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_buffer ranks_view = {0}, docs_view = {0}, weights_view = {0}, values_view = {0};
+    Py_buffer lengths_view = {0}, magic_view = {0};
+    Py_ssize_t term_count, doc_count, value_size;
+    int has_values, level;
+    PyObject *lengths_arg;
+    long long start_offset;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*npnnOLy*i", &ranks_view, &docs_view, &weights_view,
+                          &values_view, &value_size, &has_values, &term_count, &doc_count,
+                          &lengths_arg, &start_offset, &magic_view, &level)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t *counts = NULL, *order = NULL;
+    int32_t *block_docs = NULL;
+    double *block_weights = NULL;
+    z_stream stream;
+    int stream_ready = 0;
+    Buffer out = {0}, infos = {0}, pickled = {0}, block_values = {0};
+    Buffer post_docs = {0}, post_weights = {0}, term_ends = {0};
+    const unsigned char *length_bytes = NULL;
+    Py_ssize_t length_count = 0;
+    if (lengths_arg != Py_None) {
+        if (PyObject_GetBuffer(lengths_arg, &lengths_view, PyBUF_SIMPLE) < 0) {
+            goto done;
+        }
+        length_bytes = lengths_view.buf;
+        length_count = lengths_view.len;
+    }
+    Py_ssize_t tokens = ranks_view.len / 4;
+    if (ranks_view.len % 4 || docs_view.len != ranks_view.len ||
+        weights_view.len != tokens * 8 || value_size < 0 ||
+        values_view.len != (has_values ? tokens * value_size : 0) || term_count < 0 ||
+        doc_count < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "ranks and docs must be int32, weights float64, values value_size "
+                        "bytes a token, all of one length");
+        goto done;
+    }
+    const int32_t *ranks = ranks_view.buf, *docs = docs_view.buf;
+    const double *weights = weights_view.buf;
+    const unsigned char *values = values_view.buf;
+    if (group_by_rank(ranks, docs, tokens, term_count, doc_count, &counts, &order) < 0 ||
+        start_stream(&stream, level) < 0) {
+        goto done;
+    }
+    stream_ready = 1;
+    block_docs = PyMem_Malloc(BLOCK_LIMIT * sizeof *block_docs);
+    block_weights = PyMem_Malloc(BLOCK_LIMIT * sizeof *block_weights);
+    if (block_docs == NULL || block_weights == NULL ||
+        reserve(&block_values, BLOCK_LIMIT * (size_t)value_size + 1) < 0 ||
+        reserve(&infos, (size_t)term_count * TERM_INFO_SIZE) < 0 ||
+        reserve(&post_docs, (size_t)tokens * 4) < 0 ||
+        reserve(&post_weights, (size_t)tokens * 8) < 0 ||
+        reserve(&term_ends, (size_t)term_count * 8) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    Py_ssize_t term_start = 0;
+    for (Py_ssize_t r = 0; r < term_count; r++) {
+        Py_ssize_t term_end = counts[r];
+        size_t term_offset = out.len;
+        if (reserve(&out, magic_view.len) < 0) {
+            goto done;
+        }
+        put_bytes(&out, magic_view.buf, magic_view.len);
+        double total_weight = 0, max_weight = 0;
+        int min_length = 255, max_length = 0;
+        for (Py_ssize_t begin = term_start; begin < term_end; begin += BLOCK_LIMIT) {
+            Py_ssize_t n = term_end - begin < BLOCK_LIMIT ? term_end - begin : BLOCK_LIMIT;
+            double block_total = 0;
+            block_values.len = 0;
+            if (begin > term_start && docs[order[begin]] <= docs[order[begin - 1]]) {
+                PyErr_SetString(PyExc_ValueError, "a term has two postings in a document");
+                goto done;
+            }
+            for (Py_ssize_t i = 0; i < n; i++) {
+                Py_ssize_t t = order[begin + i];
+                if (i > 0 && docs[t] <= block_docs[i - 1]) {
+                    PyErr_SetString(PyExc_ValueError, "a term has two postings in a document");
+                    goto done;
+                }
+                block_docs[i] = docs[t];
+                block_weights[i] = weights[t];
+                block_total += weights[t];
+                if (has_values) {
+                    put_bytes(&block_values, values + t * value_size, (size_t)value_size);
+                }
+                put_le32(&post_docs, (uint32_t)docs[t]);
+                put_bytes(&post_weights, &weights[t], 8);
+            }
+            total_weight += block_total; /* as the Python writer sums: block by block */
+            if (write_plain_block(&out, &stream, &pickled, block_docs, block_weights,
+                                  block_values.data, value_size, n, has_values, length_bytes,
+                                  length_count, level, begin + n >= term_end, &max_weight,
+                                  &min_length, &max_length) < 0) {
+                goto done;
+            }
+        }
+        put_term_info(&infos, total_weight, term_end - term_start, min_length, max_length,
+                      max_weight, docs[order[term_start]], docs[order[term_end - 1]],
+                      start_offset + (long long)term_offset, out.len - term_offset);
+        uint64_t end = post_docs.len / 4;
+        put_le32(&term_ends, (uint32_t)end);
+        put_le32(&term_ends, (uint32_t)(end >> 32));
+        term_start = term_end;
+    }
+    result = Py_BuildValue("(y#y#y#y#y#)", DATA(out), (Py_ssize_t)out.len, DATA(infos),
+                           (Py_ssize_t)infos.len, DATA(post_docs), (Py_ssize_t)post_docs.len,
+                           DATA(post_weights), (Py_ssize_t)post_weights.len, DATA(term_ends),
+                           (Py_ssize_t)term_ends.len);
+done:
+    if (stream_ready) {
+        deflateEnd(&stream);
+    }
+    PyMem_Free(counts);
+    PyMem_Free(order);
+    PyMem_Free(block_docs);
+    PyMem_Free(block_weights);
+    PyMem_Free(out.data);
+    PyMem_Free(infos.data);
+    PyMem_Free(pickled.data);
+    PyMem_Free(block_values.data);
+    PyMem_Free(post_docs.data);
+    PyMem_Free(post_weights.data);
+    PyMem_Free(term_ends.data);
+    PyBuffer_Release(&ranks_view);
+    PyBuffer_Release(&docs_view);
+    PyBuffer_Release(&weights_view);
+    PyBuffer_Release(&values_view);
+    PyBuffer_Release(&magic_view);
+    if (lengths_view.obj != NULL) {
+        PyBuffer_Release(&lengths_view);
+    }
+    return result;
+}
+
 /* -- spelling fields ---------------------------------------------------------------------- */
 typedef struct {
     const unsigned char *data;
@@ -782,6 +1004,88 @@ done:
     return result;
 }
 
+/* -- the term index's hash tables ---------------------------------------------------------- */
+static PyObject *hash_tables(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_buffer hashes_view = {0}, positions_view = {0};
+    long long start_offset;
+    if (!PyArg_ParseTuple(args, "y*y*L", &hashes_view, &positions_view, &start_offset)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t entries = hashes_view.len / 4;
+    Py_ssize_t *order = NULL;
+    uint32_t *slot_hashes = NULL;
+    int64_t *slot_positions = NULL;
+    Buffer tables = {0}, directory = {0};
+    if (hashes_view.len % 4 || positions_view.len != entries * 8) {
+        PyErr_SetString(PyExc_ValueError, "hashes must be uint32 and positions int64, one each");
+        goto done;
+    }
+    const uint32_t *hashes = hashes_view.buf;
+    const int64_t *positions = positions_view.buf;
+    Py_ssize_t starts[257] = {0};
+    for (Py_ssize_t i = 0; i < entries; i++) {
+        starts[(hashes[i] & 255) + 1]++;
+    }
+    for (int b = 0; b < 256; b++) {
+        starts[b + 1] += starts[b];
+    }
+    Py_ssize_t fill[256];
+    memcpy(fill, starts, sizeof fill);
+    order = PyMem_Malloc(((size_t)entries + 1) * sizeof *order);
+    slot_hashes = PyMem_Malloc(((size_t)entries * 2 + 1) * sizeof *slot_hashes);
+    slot_positions = PyMem_Malloc(((size_t)entries * 2 + 1) * sizeof *slot_positions);
+    if (order == NULL || slot_hashes == NULL || slot_positions == NULL ||
+        reserve(&tables, (size_t)entries * 2 * 12) < 0 || reserve(&directory, 256 * 12) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < entries; i++) {
+        order[fill[hashes[i] & 255]++] = i; /* each bucket's entries in the order added */
+    }
+    for (int b = 0; b < 256; b++) {
+        /* HashWriter._write_hashes: 2 slots an entry, linear probing from (hash >> 8) % slots,
+         * an empty slot is (0, 0); each slot written as "!Iq" (hash, position). */
+        Py_ssize_t count = starts[b + 1] - starts[b];
+        Py_ssize_t slots = 2 * count;
+        unsigned char *entry = directory.data + directory.len;
+        put_be64(entry, (uint64_t)(start_offset + (long long)tables.len));
+        put_be32(entry + 8, (uint32_t)slots);
+        directory.len += 12;
+        memset(slot_hashes, 0, (size_t)slots * sizeof *slot_hashes);
+        memset(slot_positions, 0, (size_t)slots * sizeof *slot_positions);
+        for (Py_ssize_t k = starts[b]; k < starts[b + 1]; k++) {
+            Py_ssize_t i = order[k];
+            Py_ssize_t slot = (Py_ssize_t)((hashes[i] >> 8) % (uint32_t)slots);
+            while (slot_hashes[slot] != 0 || slot_positions[slot] != 0) {
+                slot = (slot + 1) % slots;
+            }
+            slot_hashes[slot] = hashes[i];
+            slot_positions[slot] = positions[i];
+        }
+        for (Py_ssize_t slot = 0; slot < slots; slot++) {
+            unsigned char *out = tables.data + tables.len;
+            put_be32(out, slot_hashes[slot]);
+            put_be64(out + 4, (uint64_t)slot_positions[slot]);
+            tables.len += 12;
+        }
+    }
+    result = Py_BuildValue("(y#y#)", DATA(tables), (Py_ssize_t)tables.len, DATA(directory),
+                           (Py_ssize_t)directory.len);
+done:
+    PyMem_Free(order);
+    PyMem_Free(slot_hashes);
+    PyMem_Free(slot_positions);
+    PyMem_Free(tables.data);
+    PyMem_Free(directory.data);
+    PyBuffer_Release(&hashes_view);
+    PyBuffer_Release(&positions_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"encode_positions_field", encode_positions_field, METH_VARARGS,
      "encode_positions_field(ranks, docs, positions, term_count, doc_count, length_bytes, "
@@ -797,6 +1101,17 @@ static PyMethodDef methods[] = {
      "A spelling field's W3 posting blocks: word rank and document of each word occurrence "
      "(int32, in document order), each document's posting value (joined, int64 ends). "
      "Returns (postings bytes, term infos: 35 bytes a word)."},
+    {"encode_plain_field", encode_plain_field, METH_VARARGS,
+     "encode_plain_field(ranks, docs, weights, values, value_size, has_values, term_count, "
+     "doc_count, length_bytes, start, magic, level)\n--\n\n"
+     "A field's W3 posting blocks from its postings (int32 term rank and document, float64 "
+     "weight, `value_size` bytes of value each when `has_values`; in document order), values "
+     "joined per block, or None without values. Returns (postings bytes, term infos, posting "
+     "documents int32, posting weights float64, each term's end in those int64)."},
+    {"hash_tables", hash_tables, METH_VARARGS,
+     "hash_tables(hashes, positions, start)\n--\n\n"
+     "The 256 hash tables and their directory that whoosh.filedb.filetables.HashWriter writes "
+     "at `start` for these entries (uint32 hashes, int64 record positions, native order)."},
     {NULL, NULL, 0, NULL},
 };
 

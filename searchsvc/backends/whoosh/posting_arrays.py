@@ -33,8 +33,7 @@ import mmap
 import os
 import time
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
-from operator import itemgetter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,14 +131,6 @@ class PostingArraysWriter:
         self._post_ends.frombytes((np.asarray(ends, dtype=np.int64) + base_posts).tobytes())
         self._docs.frombytes(np.asarray(docs, dtype=np.int32).tobytes())
         self._weights.frombytes(np.asarray(weights, dtype=np.float64).tobytes())
-
-    def record(
-        self, field: str, terms: Iterable[tuple[bytes, Sequence[tuple]]]
-    ) -> Iterator[tuple[bytes, Sequence[tuple]]]:
-        """Pass through (term, [(docnum, weight, value), ...]) pairs, adding each term."""
-        for term, postings in terms:
-            self.add_term(field, term, map(itemgetter(0), postings), map(itemgetter(1), postings))
-            yield term, postings
 
     def write(self, path: Path, segment_id: str, doc_count_all: int) -> None:
         """Write the file atomically (a temporary file renamed over `path`)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import struct
+from array import array
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import NamedTuple
@@ -68,6 +69,16 @@ class FieldTokens(NamedTuple):
     positions: np.ndarray
 
 
+class FieldItems(NamedTuple):
+    """Another field's postings, in document order: each one's term (as its rank in the
+    field's terms in byte order), document (int32), weight (float64) and value."""
+
+    ranks: np.ndarray
+    docs: np.ndarray
+    weights: np.ndarray
+    values: list[bytes]
+
+
 class DocValues(NamedTuple):
     """One bytes value per document: the values joined, and each one's end (int64)."""
 
@@ -97,11 +108,6 @@ def values_packing(fixed_value_size: int | None) -> str:
     if fixed_value_size is None or fixed_value_size < 0:
         return VALUES_TUPLE
     return VALUES_NONE if fixed_value_size == 0 else VALUES_JOINED
-
-
-def _md5_hash(key: bytes) -> int:
-    # filetables.md5_hash, int(md5(key).hexdigest(), 16) & 0xffffffff, without the hex string.
-    return int.from_bytes(hashlib.md5(key).digest()[12:], "big")
 
 
 def _distinct_objects(values: Sequence[bytes]) -> tuple[bytes, ...]:
@@ -140,30 +146,22 @@ class SegmentPostingsWriter:
     def __init__(self, storage, segment, native: bool = True) -> None:
         # `native` False writes with the Python encoder even where the C one is built (tests).
         self._native = native and _w3postings is not None
-        self._hash = OrderedHashWriter(segment.create_file(storage, W3Codec.TERMS_EXT))
+        self._hash = _TermIndexWriter(
+            segment.create_file(storage, W3Codec.TERMS_EXT), native=self._native
+        )
         self._field_ids: dict[str, int] = {}
         self._hash.extras["fieldmap"] = self._field_ids
         self._terms = _BufferedFile(self._hash.dbfile)
         self._postings = _BufferedFile(segment.create_file(storage, W3Codec.POSTS_EXT))
         self._compressed: dict[bytes, bytes] = {}
 
-    def add_field(
-        self,
-        fieldname: str,
-        terms: Iterable[tuple[bytes, Sequence[Posting]]],
-        packing: str,
-        length_bytes: Sequence[int] | None,
-    ) -> None:
-        """Write a field's terms, given in byte order with their postings in document order.
+    def _write_terms(self, prefix: bytes, terms, packing: str, length_bytes) -> None:
+        """Write terms given in byte order with their postings in document order.
 
         `length_bytes[docnum]` is a document's field length byte (the length as Whoosh's
         writer reads it back, encoded again, which gives the same byte), or None for fields
         without lengths.
         """
-        field_id = self._field_ids.setdefault(fieldname, len(self._field_ids))
-        self._write_terms(_FIELD_ID.pack(field_id), terms, packing, length_bytes)
-
-    def _write_terms(self, prefix: bytes, terms, packing: str, length_bytes) -> None:
         postings_file = self._postings
         encode_blocks = self._encode_blocks
         compress = self._compress
@@ -171,6 +169,8 @@ class SegmentPostingsWriter:
         pack_info = _TERM_INFO.pack
         pack_extent = _EXTENT.pack
         pack_block_length = _BLOCK_LENGTH.pack
+        keys: list[bytes] = []
+        term_infos: list[bytes] = []
         for term, postings in terms:
             start = postings_file.position
             if len(postings) == 1:
@@ -200,7 +200,9 @@ class SegmentPostingsWriter:
                 ) + pack_extent(start, written)
             else:
                 term_info = encode_blocks(postings, packing, length_bytes, start)
-            self._add_term(prefix + term, term_info)
+            keys.append(prefix + term)
+            term_infos.append(term_info)
+        self._add_terms(keys, b"".join(term_infos))
 
     def add_positions_field(
         self,
@@ -234,9 +236,7 @@ class SegmentPostingsWriter:
                 last_values,
             )
             self._postings.write([data], len(data))
-            size = _TERM_INFO_SIZE
-            for number, term in enumerate(terms):
-                self._add_term(prefix + term, infos[number * size : (number + 1) * size])
+            self._add_terms([prefix + term for term in terms], infos)
             return FieldPostings(
                 np.frombuffer(docs, dtype="<i4"),
                 np.frombuffer(freqs, dtype="<i4"),
@@ -251,6 +251,64 @@ class SegmentPostingsWriter:
             np.fromiter((posting[1] for posting in every), dtype=np.int32, count=len(every)),
             np.cumsum([len(term_postings) for term_postings in postings], dtype=np.int64),
             DocValues.of(last_new) if last_values else None,
+        )
+
+    def add_items_field(
+        self,
+        fieldname: str,
+        terms: Sequence[bytes],
+        items: FieldItems,
+        packing: str,
+        doc_count: int,
+        length_bytes: Sequence[int] | None,
+    ) -> FieldPostings:
+        """Write a field from its postings (one a term and document); return them as arrays."""
+        field_id = self._field_ids.setdefault(fieldname, len(self._field_ids))
+        prefix = _FIELD_ID.pack(field_id)
+        value_size = len(items.values[0]) if items.values else 0
+        if (
+            self._native
+            and packing in (VALUES_NONE, VALUES_JOINED)
+            and all(len(value) == value_size for value in items.values)
+        ):
+            data, infos, docs, weights, ends = _w3postings.encode_plain_field(
+                items.ranks,
+                items.docs,
+                items.weights,
+                b"".join(items.values) if packing == VALUES_JOINED else b"",
+                value_size,
+                packing == VALUES_JOINED,
+                len(terms),
+                doc_count,
+                length_bytes,
+                self._postings.position,
+                WHOOSH3_HEADER_MAGIC,
+                _COMPRESSION,
+            )
+            self._postings.write([data], len(data))
+            self._add_terms([prefix + term for term in terms], infos)
+            return FieldPostings(
+                np.frombuffer(docs, dtype="<i4"),
+                np.frombuffer(weights, dtype="<f8"),
+                np.frombuffer(ends, dtype="<i8"),
+                None,
+            )
+        postings: list[list[Posting]] = [[] for _ in terms]
+        for rank, doc, weight, value in zip(
+            items.ranks.tolist(),
+            items.docs.tolist(),
+            items.weights.tolist(),
+            items.values,
+            strict=True,
+        ):
+            postings[rank].append((doc, weight, value))
+        self._write_terms(prefix, zip(terms, postings, strict=True), packing, length_bytes)
+        order = np.argsort(items.ranks, kind="stable")
+        return FieldPostings(
+            items.docs[order],
+            items.weights[order],
+            np.cumsum([len(term_postings) for term_postings in postings], dtype=np.int64),
+            None,
         )
 
     def add_spelling_words(
@@ -276,9 +334,7 @@ class SegmentPostingsWriter:
                 _COMPRESSION,
             )
             self._postings.write([data], len(data))
-            size = _TERM_INFO_SIZE
-            for number, word in enumerate(words):
-                self._add_term(prefix + word, infos[number * size : (number + 1) * size])
+            self._add_terms([prefix + word for word in words], infos)
             return
         documents: list[set[int]] = [set() for _ in words]
         for rank, doc in zip(tokens.ranks.tolist(), tokens.docs.tolist(), strict=True):
@@ -296,7 +352,7 @@ class SegmentPostingsWriter:
         """Write a spelling field: each word with the sorted values of its postings.
 
         Whoosh posts every spelling word as (document 0, weight 1, value), so a block's ids
-        are all 0 and its weights all 1; this is `add_field` for those postings, without
+        are all 0 and its weights all 1; this is `_write_terms` for those postings, without
         building them.
         """
         field_id = self._field_ids.setdefault(fieldname, len(self._field_ids))
@@ -305,6 +361,8 @@ class SegmentPostingsWriter:
         compress = self._compress
         dumps = pickle.dumps
         zeros = (0,) * BLOCK_LIMIT
+        keys: list[bytes] = []
+        term_infos: list[bytes] = []
         for word, values in words:
             start = postings_file.position
             count = len(values)
@@ -319,20 +377,28 @@ class SegmentPostingsWriter:
                 parts += (_BLOCK_LENGTH.pack(size if end < count else -size), info, data)
             written = sum(map(len, parts))
             postings_file.write(parts, written)
-            term_info = _TERM_INFO.pack(0, count, count, 0, 0, 1, 0, 0)
-            self._add_term(prefix + word, term_info + _EXTENT.pack(start, written))
+            keys.append(prefix + word)
+            term_infos.append(
+                _TERM_INFO.pack(0, count, count, 0, 0, 1, 0, 0) + _EXTENT.pack(start, written)
+            )
+        self._add_terms(keys, b"".join(term_infos))
 
-    def _add_term(self, key: bytes, term_info: bytes) -> None:
-        # OrderedHashWriter.add, with the record appended to a buffer.
-        position = self._terms.position
-        self._hash.index.append(position)
-        hashed = _md5_hash(key)
-        self._hash.buckets[hashed & 255].append((hashed, position))
-        self._terms.write(
-            [_HASH_ENTRY.pack(len(key), len(term_info)), key, term_info],
-            8 + len(key) + len(term_info),
-        )
-        self._hash.lastkey = key
+    def _add_terms(self, keys: Sequence[bytes], term_infos: bytes) -> None:
+        """Term index records (OrderedHashWriter.add's) of `keys`, in order, with their
+        `_TERM_INFO_SIZE`-byte infos joined in `term_infos`."""
+        if not keys:
+            return
+        size = _TERM_INFO_SIZE
+        pack = _HASH_ENTRY.pack
+        parts = [
+            part
+            for number, key in enumerate(keys)
+            for part in (pack(len(key), size), key, term_infos[number * size : (number + 1) * size])
+        ]
+        lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys)) + (8 + size)
+        ends = np.cumsum(lengths)
+        self._hash.add_records(self._terms.position + ends - lengths, keys)
+        self._terms.write(parts, int(ends[-1]))
 
     def _compress(self, data: bytes) -> bytes:
         # Small blocks repeat (one document's single posting in several fields and terms), and
@@ -415,6 +481,64 @@ class SegmentPostingsWriter:
         self._postings.flush()
         self._hash.close()
         self._postings.file.close()
+
+
+# GrowableArray's types by the largest value they hold (util/numlists.py, `_retype`).
+_INDEX_TYPES = (("H", 2**16), ("i", 2**31), ("I", 2**32), ("q", 2**63))
+
+
+class _TermIndexWriter(OrderedHashWriter):
+    """Whoosh's term index file, its records added in batches (`add_records`).
+
+    OrderedHashWriter hashes and files each key as it is added and writes the hash tables at
+    close one slot at a time (~0.4 ms a record of a build); here the keys' hashes are computed
+    a batch at a time and the tables are written by the C extension when it is built.
+    """
+
+    def __init__(self, dbfile, native: bool) -> None:
+        super().__init__(dbfile)
+        self._native = native
+        self._hashes = array("I")  # md5_hash of each key, in order
+        self._positions = array("q")  # each record's position in the file
+        self._directory: bytes | None = None
+
+    def add_records(self, positions: np.ndarray, keys: Sequence[bytes]) -> None:
+        """Note records written (by the caller) at `positions` for `keys`, keys ascending."""
+        if keys[0] <= self.lastkey:
+            raise ValueError(f"keys must increase: {self.lastkey!r}..{keys[0]!r}")
+        self.lastkey = keys[-1]
+        digests = b"".join([hashlib.md5(key).digest() for key in keys])
+        # filetables.md5_hash: the digest as a number, its low 32 bits: the last 4 bytes.
+        hashes = np.frombuffer(digests, dtype=">u4").reshape(-1, 4)[:, 3]
+        self._hashes.frombytes(hashes.astype(np.uint32).tobytes())
+        self._positions.frombytes(np.asarray(positions, dtype=np.int64).tobytes())
+
+    def _write_hashes(self) -> None:
+        hashes = np.frombuffer(self._hashes, dtype=np.uint32)
+        positions = np.frombuffer(self._positions, dtype=np.int64)
+        if self._native:
+            tables, self._directory = _w3postings.hash_tables(hashes, positions, self.dbfile.tell())
+            self.dbfile.write(tables)
+            return
+        for hashed, position in zip(hashes.tolist(), positions.tolist(), strict=True):
+            self.buckets[hashed & 255].append((hashed, position))
+        super()._write_hashes()
+
+    def _write_directory(self) -> None:
+        if self._directory is None:
+            super()._write_directory()
+        else:
+            self.dbfile.write(self._directory)
+
+    def _write_extras(self) -> None:
+        # OrderedHashWriter's `index`: a GrowableArray of the record positions, whose type grows
+        # from "H" as far as its largest value needs.
+        largest = self._positions[-1] if self._positions else 0
+        typecode = (
+            "H" if largest < 2**16 else "i" if largest < 2**31 else "I" if largest < 2**32 else "q"
+        )
+        self.index.array = array(typecode, self._positions)
+        super()._write_extras()
 
 
 def _postings_of_tokens(

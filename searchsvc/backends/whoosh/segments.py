@@ -7,10 +7,11 @@ abstract once (analysis.py, identical to the schema's analyzers) and derives `co
 spelling words from the same words. The positions fields (title, abstract, content, author
 names) and the spelling words keep their tokens as runs of terms, turned into arrays and then
 posting blocks in one pass per field at the end (in C when the extension is built, see
-segment_postings.py); other fields keep their postings in a dict of lists (documents arrive in
-number order, so the lists are already sorted). Stored fields, field lengths and columns still
-go through Whoosh's own per-document writer. The result is the segment Whoosh would write for
-the same documents, but for the pickle protocol of its posting blocks (tests/test_fast_writer.py).
+segment_postings.py); other fields keep the items of their own `index()` per document, turned
+into arrays the same way. Stored fields, field lengths and columns go to Whoosh's own
+per-document writer, in bulk at the end (document_columns.py). The result is the segment Whoosh
+would write for the same documents, but for the pickle protocol of its posting blocks
+(tests/test_fast_writer.py).
 """
 
 from __future__ import annotations
@@ -19,19 +20,21 @@ import itertools
 import pickle
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from itertools import pairwise
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
-from whoosh import formats
+from whoosh import fields, formats
+from whoosh.analysis import RegexTokenizer, StripFilter
 from whoosh.codec.whoosh3 import W3Segment
 from whoosh.fields import Schema
 from whoosh.system import pack_uint
 from whoosh.util.numeric import length_to_byte
 
 from searchsvc.backends.whoosh.analysis import name_words, text_words, token_count
+from searchsvc.backends.whoosh.document_columns import DocumentColumns
 from searchsvc.backends.whoosh.posting_arrays import (
     PostingArraysWriter,
     array_fields,
@@ -39,8 +42,8 @@ from searchsvc.backends.whoosh.posting_arrays import (
 )
 from searchsvc.backends.whoosh.segment_postings import (
     DocValues,
+    FieldItems,
     FieldTokens,
-    Posting,
     SegmentPostingsWriter,
     values_packing,
 )
@@ -50,11 +53,9 @@ from searchsvc.backends.whoosh.segment_postings import (
 TITLE, ABSTRACT = "title", "abstract"
 COMBINED_FIELD = "content"  # title + "\n" + abstract (documents.to_document)
 NAME_FIELD = "author_names"
-# Values of other fields repeat across records (years, categories): their `index()` output is
-# cached, up to this many values a field.
-_CACHED_VALUES_MAX = 4096
-
-Postings = dict[Any, list[Posting]]
+# Values of other fields repeat across records (years, categories, author names): their
+# `index()` output is cached, up to this many values a field (then the cache starts again).
+_CACHED_VALUES_MAX = 100_000
 
 
 class _PositionValues:
@@ -132,6 +133,45 @@ class _FieldTokens:
         return [terms[number].encode("utf-8") for number in order], tokens
 
 
+class _FieldItems:
+    """Another field's postings: per document, the (term, frequency, weight, value) items of
+    its `index()` (lists shared between documents with the same value)."""
+
+    def __init__(self) -> None:
+        self._runs: list[list[tuple[bytes, int, float, bytes]]] = []
+        self._docs = array("i")  # per run
+
+    def add(self, docnum: int, items: list[tuple[bytes, int, float, bytes]]) -> None:
+        if items:
+            self._runs.append(items)
+            self._docs.append(docnum)
+
+    def __bool__(self) -> bool:
+        return bool(self._runs)
+
+    def arrays(self) -> tuple[list[bytes], FieldItems]:
+        """The field's terms in byte order, and its postings (terms as ranks in that order)."""
+        runs, self._runs = self._runs, []
+        lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
+        total = int(lengths.sum())
+        ids_of: defaultdict[bytes, int] = defaultdict(itertools.count().__next__)
+        every = itertools.chain.from_iterable
+        ids = np.fromiter(
+            map(ids_of.__getitem__, map(itemgetter(0), every(runs))), dtype=np.int32, count=total
+        )
+        terms = list(ids_of)
+        order = sorted(range(len(terms)), key=terms.__getitem__)
+        rank_of_id = np.empty(len(terms), dtype=np.int32)
+        rank_of_id[order] = np.arange(len(terms), dtype=np.int32)
+        items = FieldItems(
+            rank_of_id[ids],
+            np.repeat(np.frombuffer(self._docs, dtype=np.int32), lengths),
+            np.fromiter(map(itemgetter(2), every(runs)), dtype=np.float64, count=total),
+            [value for run in runs for _, _, _, value in run],
+        )
+        return [terms[number] for number in order], items
+
+
 class _Text:
     """One analysed text: runs of terms at consecutive positions, and its words."""
 
@@ -185,7 +225,8 @@ class SegmentBuilder:
         self._schema = schema
         self._segment = segment
         self._per_doc = segment.codec().per_document_writer(storage, segment)
-        self._postings: dict[str, Postings] = defaultdict(lambda: defaultdict(list))
+        self._columns = DocumentColumns()
+        self._items: dict[str, _FieldItems] = defaultdict(_FieldItems)
         # Spelling field -> word -> the posting values Whoosh gives it (see _add_spelling).
         self._spelling: dict[str, dict[str, list[bytes]]] = defaultdict(lambda: defaultdict(list))
         # Field -> per document, the field's length byte (as in its length column).
@@ -221,9 +262,9 @@ class SegmentBuilder:
         """Add one document (field name -> value, as for `IndexWriter.add_document`)."""
         schema = self._schema
         docnum = self.doc_count
-        per_doc = self._per_doc
+        columns = self._columns
         lengths = self._invert_text_fields(docnum, document)
-        per_doc.start_doc(docnum)
+        stored = {}
         for name in sorted(document):
             value = document[name]
             if value is None:
@@ -235,11 +276,14 @@ class SegmentBuilder:
                 length = self._invert_by_field(docnum, name, field, value)
             else:
                 length = 0
-            per_doc.add_field(name, field, value if field.stored else None, length)
+            if field.stored:
+                stored[name] = value
+            if length:
+                columns.add_length(name, length)
             column = field.column_type
             if column:
-                per_doc.add_column_value(name, column, field.to_column_value(value))
-        per_doc.finish_doc()
+                columns.add_value(docnum, name, column, field.to_column_value(value))
+        columns.stored.append(stored)
         self.doc_count = docnum + 1
 
     def _invert_text_fields(self, docnum: int, document: dict[str, Any]) -> dict[str, int]:
@@ -288,27 +332,39 @@ class SegmentBuilder:
 
     def _invert_by_field(self, docnum: int, name: str, field, value) -> int:
         """Postings of any other field, from the field's own `index()`; returns the length."""
-        cache = self._index_cache[name]
-        try:
-            items = cache.get(value)
-        except TypeError:  # unhashable (a list)
-            items, cache = None, None
-        if items is None:
-            items = list(field.index(value))
-            if cache is not None and len(cache) < _CACHED_VALUES_MAX:
-                cache[value] = items
-        postings = self._postings[name]
-        length = 0
-        for term, freq, weight, value_bytes in items:
-            length += freq
-            postings[term].append((docnum, weight, value_bytes))
-        if not field.scorable:
-            length = 0
+        items = self._index(name, field, value)
+        self._items[name].add(docnum, items)
+        length = sum(map(itemgetter(1), items)) if field.scorable else 0
         if length:
             self._set_length(name, docnum, length)
         if field.separate_spelling() and items:
             self._add_spelling(name, set(field.spellable_words(value)), items[-1][3])
         return length
+
+    def _index(self, name: str, field, value) -> list[tuple[bytes, int, float, bytes]]:
+        """`field.index(value)`, cached; a comma-separated keyword field's name by name.
+
+        Author lists rarely repeat, but names do: analysing each name once and joining their
+        items gives the same postings whenever no term comes twice in the list.
+        """
+        cache = self._index_cache[name]
+        try:
+            items = cache.get(value)
+        except TypeError:  # unhashable (a list)
+            return list(field.index(value))
+        if items is not None:
+            return items
+        if isinstance(value, str) and "," in value and _splits_on_commas(field):
+            parts = [part for part in value.split(",") if part]
+            items = [item for part in parts for item in self._index(name, field, part)]
+            if len({item[0] for item in items}) != len(items):
+                items = list(field.index(value))
+        else:
+            items = list(field.index(value))
+        if len(cache) >= _CACHED_VALUES_MAX:
+            cache.clear()
+        cache[value] = items
+        return items
 
     def _set_length(self, name: str, docnum: int, length: int) -> None:
         length_bytes = self._length_bytes[name]
@@ -319,6 +375,7 @@ class SegmentBuilder:
     # -- writing ---------------------------------------------------------------------------
     def finish(self) -> W3Segment:
         """Write the segment's files (as one compound file) and return the segment."""
+        self._columns.write(self._per_doc, self.doc_count, self._length_bytes)
         self._per_doc.close()
         segment = self._segment
         segment.set_doc_count(self.doc_count)
@@ -330,7 +387,7 @@ class SegmentBuilder:
         # Only fields with postings: Whoosh numbers a field in the term index when it meets
         # the field's first posting.
         names = {
-            name for name, terms in (*self._postings.items(), *self._spelling.items()) if terms
+            name for name, terms in (*self._items.items(), *self._spelling.items()) if terms
         } | {
             name
             for name, tokens in (*self._tokens.items(), *self._spelling_words.items())
@@ -368,10 +425,12 @@ class SegmentBuilder:
                 writer.add_spelling_field(name, words)
             else:
                 length_bytes = self._length_bytes.get(name) if field.scorable else None
-                terms = _field_terms(self._postings.pop(name))
+                terms, items = self._items.pop(name).arrays()
+                written = writer.add_items_field(
+                    name, terms, items, packing, self.doc_count, length_bytes
+                )
                 if name in array_names:
-                    terms = arrays.record(name, terms)
-                writer.add_field(name, terms, packing, length_bytes)
+                    arrays.add_field(name, terms, written.ends, written.docs, written.weights)
         writer.close()
         if segment.should_assemble():
             # Before the arrays file: the compound file takes every file named after the segment.
@@ -383,8 +442,16 @@ class SegmentBuilder:
         return segment
 
 
-def _field_terms(postings: Postings) -> Iterator[tuple[bytes, list[Posting]]]:
-    # Whoosh orders terms by their UTF-8 bytes; str order is code point order, which UTF-8
-    # preserves, so sorting str keys and encoding them after gives the same order.
-    for term in sorted(postings):
-        yield (term.encode("utf-8") if isinstance(term, str) else term), postings[term]
+def _splits_on_commas(field) -> bool:
+    """Whether the field's analysis is KEYWORD(commas=True)'s: runs of non-commas, stripped."""
+    analyzer = field.analyzer
+    parts = getattr(analyzer, "items", None)
+    return (
+        isinstance(field, fields.KEYWORD)
+        and parts is not None
+        and len(parts) == 2
+        and isinstance(parts[0], RegexTokenizer)
+        and parts[0].expression.pattern == "[^,]+"
+        and not parts[0].gaps
+        and type(parts[1]) is StripFilter
+    )

@@ -10,13 +10,15 @@ Updates (`upsert_records`) are small and need deletions, so they keep Whoosh's s
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 
 from whoosh.codec import default_codec
@@ -108,11 +110,30 @@ def _chunks(start: int, stop: int) -> list[tuple[int, int]]:
 
 def _build_segments(index, segments, records, start, stop, on_added) -> list:
     built = []
-    for segment, (a, b) in zip(segments, _chunks(start, stop), strict=True):
-        builder = SegmentBuilder(index.storage, index.schema, segment)
-        _add_all(builder, records[a:b], on_added or (lambda count: None))
-        built.append(builder.finish())
+    with _collector_paused():
+        for segment, (a, b) in zip(segments, _chunks(start, stop), strict=True):
+            builder = SegmentBuilder(index.storage, index.schema, segment)
+            _add_all(builder, records[a:b], on_added or (lambda count: None))
+            built.append(builder.finish())
     return built
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a segment is built.
+
+    A builder holds millions of objects (the records, their analysed terms, the postings of
+    keyword fields) and makes no reference cycles, yet the collector's full passes traverse
+    all of them ever more often as they accumulate: about 10% of a build's time at 20,000
+    records a segment. Reference counting still frees everything as usual.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _add_all(builder: SegmentBuilder, records: Sequence[Record], report: OnAdded) -> None:
