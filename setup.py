@@ -1,8 +1,8 @@
 """The C part of the package; everything else is declared in pyproject.toml.
 
 The extension encodes Whoosh posting blocks for index builds (backends/whoosh/_w3postings.c).
-It is optional: where it cannot be compiled (no C compiler or zlib headers) the package installs
-without it and builds indexes with the pure-Python encoder, about 3x slower.
+It is optional: where it cannot be compiled (no C compiler) the package installs without it and
+builds indexes with the pure-Python encoder, about twice as slowly.
 """
 
 from setuptools import Extension, setup
@@ -12,7 +12,6 @@ setup(
         Extension(
             "searchsvc.backends.whoosh._w3postings",
             ["searchsvc/backends/whoosh/_w3postings.c"],
-            libraries=["z"],
             optional=True,
         )
     ]

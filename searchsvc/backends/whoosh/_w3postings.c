@@ -5,8 +5,8 @@
  * `encode_positions_field` takes a field's tokens as flat arrays (term rank, document,
  * position; tokens in document order) and returns what segment_postings.py's Python encoder
  * writes for the same postings: per term the W3 magic, then blocks of up to 128 postings, each
- * a `!i` length, the pickled block info (protocol 2, as Whoosh writes it) and the zlib-
- * compressed pickled (id deltas, weights, values) tuple, each posting's value the Positions
+ * a `!i` length, the pickled block info (protocol 2, as Whoosh writes it) and the compressed
+ * pickled (id deltas, weights, values) tuple, each posting's value the Positions
  * format's `pack_uint(len(deltas)) + pickle.dumps(deltas, 2)`. `encode_spelling_field` does the
  * same for a spelling field's words.
  *
@@ -16,7 +16,7 @@
  * (SHORT_BINBYTES): Whoosh's writer uses protocol 2, which pickles each value as a call of
  * `_codecs.encode` on its Latin-1 text, so that blocks are 40% larger compressed, take twice as
  * long to compress and twice as long to unpickle. Whoosh's reader unpickles either.
- * Compression is zlib's deflate at the settings of `zlib.compress(data, level)`.
+ * Blocks are compressed by a Python function the caller passes (segment_postings.py's).
  *
  * tests/test_native_postings.py holds this to the Python encoder's bytes on random fields, and
  * tests/test_fast_writer.py holds whole segments to what Whoosh's own writer makes of the same
@@ -26,7 +26,6 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
-#include <zlib.h>
 
 #define BLOCK_LIMIT 128   /* W3Codec's blocklimit */
 #define LIST_BATCH 1000   /* the pickler's batch size for list items */
@@ -237,31 +236,47 @@ static void put_term_info(Buffer *infos, double total_weight, Py_ssize_t posting
     infos->len += TERM_INFO_SIZE;
 }
 
-/* Compresses e->pickled behind its block length and `info` at the end of e->out. */
-static int append_block(Buffer *out, z_stream *stream, const Buffer *pickled,
-                        const Buffer *info, int last) {
-    uLong bound = deflateBound(stream, (uLong)pickled->len);
-    if (reserve(out, 4 + info->len + bound) < 0) {
+/* How blocks are compressed: a Python function called as function(data, level), returning the
+ * zlib-format bytes (isal_zlib.compress; zlib.compress would do). `level` goes in the block
+ * info, where Whoosh reads any non-zero value as "compressed". */
+typedef struct {
+    PyObject *function;
+    int level;
+} Compressor;
+
+static int check_compressor(const Compressor *c) {
+    if (!PyCallable_Check(c->function) || c->level < 1) {
+        PyErr_SetString(PyExc_ValueError, "compress must be callable and level at least 1");
         return -1;
     }
-    size_t header = out->len;
+    return 0;
+}
+
+/* Appends a block: its length ("!i", negative for a term's last block), `info`, then
+ * `pickled` compressed. */
+static int append_block(Buffer *out, const Compressor *c, const Buffer *pickled,
+                        const Buffer *info, int last) {
+    PyObject *data = PyObject_CallFunction(c->function, "y#i", (const char *)pickled->data,
+                                           (Py_ssize_t)pickled->len, c->level);
+    if (data == NULL) {
+        return -1;
+    }
+    if (!PyBytes_Check(data)) {
+        Py_DECREF(data);
+        PyErr_SetString(PyExc_TypeError, "compress must return bytes");
+        return -1;
+    }
+    size_t compressed = (size_t)PyBytes_GET_SIZE(data);
+    if (reserve(out, 4 + info->len + compressed) < 0) {
+        Py_DECREF(data);
+        return -1;
+    }
+    int32_t size = (int32_t)(info->len + compressed);
+    put_be32(out->data + out->len, (uint32_t)(last ? -size : size));
     out->len += 4;
     put_bytes(out, info->data, info->len);
-    if (deflateReset(stream) != Z_OK) {
-        PyErr_SetString(PyExc_RuntimeError, "deflateReset failed");
-        return -1;
-    }
-    stream->next_in = pickled->data;
-    stream->avail_in = (uInt)pickled->len;
-    stream->next_out = out->data + out->len;
-    stream->avail_out = (uInt)bound;
-    if (deflate(stream, Z_FINISH) != Z_STREAM_END) {
-        PyErr_SetString(PyExc_RuntimeError, "deflate did not finish a block");
-        return -1;
-    }
-    out->len += stream->total_out;
-    int32_t size = (int32_t)(info->len + stream->total_out);
-    put_be32(out->data + header, (uint32_t)(last ? -size : size));
+    put_bytes(out, PyBytes_AS_STRING(data), compressed);
+    Py_DECREF(data);
     return 0;
 }
 
@@ -277,19 +292,9 @@ static void put_binbytes(Buffer *b, const unsigned char *data, size_t size) {
     put_bytes(b, data, size);
 }
 
-static int start_stream(z_stream *stream, int level) {
-    memset(stream, 0, sizeof *stream); /* zlib's default allocator: Z_NULL zalloc and zfree */
-    if (deflateInit2(stream, level, Z_DEFLATED, MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        PyErr_SetString(PyExc_RuntimeError, "deflateInit2 failed");
-        return -1;
-    }
-    return 0;
-}
-
 /* -- positions fields --------------------------------------------------------------------- */
 typedef struct {
-    z_stream stream;
-    int stream_ready;
+    Compressor compressor;
     Buffer out;     /* the field's .pst bytes */
     Buffer pickled; /* one block's pickled tuple */
     Buffer values;  /* one block's posting values, back to back */
@@ -301,9 +306,6 @@ typedef struct {
 } Encoder;
 
 static void encoder_free(Encoder *e) {
-    if (e->stream_ready) {
-        deflateEnd(&e->stream);
-    }
     PyMem_Free(e->out.data);
     PyMem_Free(e->pickled.data);
     PyMem_Free(e->values.data);
@@ -367,8 +369,7 @@ static int pickle_block(Encoder *e) {
 
 /* Appends the collected block (its length, info and compressed data) to e->out. */
 static int write_block(Encoder *e, const unsigned char *length_bytes, Py_ssize_t length_count,
-                       int level, int last, double *max_weight, int *min_length,
-                       int *max_length) {
+                       int last, double *max_weight, int *min_length, int *max_length) {
     Py_ssize_t n = e->count;
     uint32_t block_max = 0;
     int block_min_length = 255, block_max_length = 0;
@@ -410,12 +411,12 @@ static int write_block(Encoder *e, const unsigned char *length_bytes, Py_ssize_t
     pickle_int(&info, (uint32_t)n);
     pickle_int(&info, (uint32_t)e->docs[n - 1]);
     pickle_float(&info, (double)block_max);
-    pickle_int(&info, (uint32_t)level);
+    pickle_int(&info, (uint32_t)e->compressor.level);
     pickle_int(&info, (uint32_t)block_min_length);
     pickle_int(&info, (uint32_t)block_max_length);
     put_bytes(&info, "tq\x00.", 4);
 
-    if (append_block(&e->out, &e->stream, &e->pickled, &info, last) < 0) {
+    if (append_block(&e->out, &e->compressor, &e->pickled, &info, last) < 0) {
         return -1;
     }
     e->count = 0;
@@ -430,10 +431,11 @@ static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
     Py_ssize_t term_count, doc_count;
     PyObject *lengths_arg;
     long long start_offset;
+    PyObject *compress;
     int level, want_last_values;
-    if (!PyArg_ParseTuple(args, "y*y*y*nnOLy*ip", &ranks_view, &docs_view, &positions_view,
+    if (!PyArg_ParseTuple(args, "y*y*y*nnOLy*Oip", &ranks_view, &docs_view, &positions_view,
                           &term_count, &doc_count, &lengths_arg, &start_offset, &magic_view,
-                          &level, &want_last_values)) {
+                          &compress, &level, &want_last_values)) {
         return NULL;
     }
     PyObject *result = NULL;
@@ -502,10 +504,11 @@ static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
         PyMem_Free(seen_in);
     }
 
-    if (start_stream(&e.stream, level) < 0) {
+    e.compressor.function = compress;
+    e.compressor.level = level;
+    if (check_compressor(&e.compressor) < 0) {
         goto done;
     }
-    e.stream_ready = 1;
     if (reserve(&infos, (size_t)term_count * TERM_INFO_SIZE) < 0 ||
         reserve(&post_docs, (size_t)tokens * 4) < 0 ||
         reserve(&post_freqs, (size_t)tokens * 4) < 0 ||
@@ -561,8 +564,8 @@ static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
             last_doc = doc;
             i = j;
             if (e.count == BLOCK_LIMIT || i == term_end) {
-                if (write_block(&e, length_bytes, length_count, level, i == term_end,
-                                &max_weight, &min_length, &max_length) < 0) {
+                if (write_block(&e, length_bytes, length_count, i == term_end, &max_weight,
+                                &min_length, &max_length) < 0) {
                     goto done;
                 }
             }
@@ -619,11 +622,11 @@ done:
 }
 
 /* -- other fields: one posting a token, a float weight and a fixed-size value or none -------- */
-static int write_plain_block(Buffer *out, z_stream *stream, Buffer *pickled, const int32_t *docs,
+static int write_plain_block(Buffer *out, const Compressor *c, Buffer *pickled, const int32_t *docs,
                              const double *weights, const unsigned char *values,
                              Py_ssize_t value_size, Py_ssize_t n, int has_values,
                              const unsigned char *length_bytes, Py_ssize_t length_count,
-                             int level, int last, double *max_weight, int *min_length,
+                             int last, double *max_weight, int *min_length,
                              int *max_length) {
     double block_max = weights[0];
     int block_min_length = 255, block_max_length = 0, all_equal = 1;
@@ -693,11 +696,11 @@ static int write_plain_block(Buffer *out, z_stream *stream, Buffer *pickled, con
     pickle_int(&info, (uint32_t)n);
     pickle_int(&info, (uint32_t)docs[n - 1]);
     pickle_float(&info, block_max);
-    pickle_int(&info, (uint32_t)level);
+    pickle_int(&info, (uint32_t)c->level);
     pickle_int(&info, (uint32_t)block_min_length);
     pickle_int(&info, (uint32_t)block_max_length);
     put_bytes(&info, "tq\x00.", 4);
-    return append_block(out, stream, pickled, &info, last);
+    return append_block(out, c, pickled, &info, last);
 }
 
 static PyObject *encode_plain_field(PyObject *module, PyObject *args) {
@@ -705,20 +708,20 @@ static PyObject *encode_plain_field(PyObject *module, PyObject *args) {
     Py_buffer ranks_view = {0}, docs_view = {0}, weights_view = {0}, values_view = {0};
     Py_buffer lengths_view = {0}, magic_view = {0};
     Py_ssize_t term_count, doc_count, value_size;
-    int has_values, level;
+    int has_values;
     PyObject *lengths_arg;
     long long start_offset;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*npnnOLy*i", &ranks_view, &docs_view, &weights_view,
+    Compressor compressor;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*npnnOLy*Oi", &ranks_view, &docs_view, &weights_view,
                           &values_view, &value_size, &has_values, &term_count, &doc_count,
-                          &lengths_arg, &start_offset, &magic_view, &level)) {
+                          &lengths_arg, &start_offset, &magic_view, &compressor.function,
+                          &compressor.level)) {
         return NULL;
     }
     PyObject *result = NULL;
     Py_ssize_t *counts = NULL, *order = NULL;
     int32_t *block_docs = NULL;
     double *block_weights = NULL;
-    z_stream stream;
-    int stream_ready = 0;
     Buffer out = {0}, infos = {0}, pickled = {0}, block_values = {0};
     Buffer post_docs = {0}, post_weights = {0}, term_ends = {0};
     const unsigned char *length_bytes = NULL;
@@ -743,11 +746,10 @@ static PyObject *encode_plain_field(PyObject *module, PyObject *args) {
     const int32_t *ranks = ranks_view.buf, *docs = docs_view.buf;
     const double *weights = weights_view.buf;
     const unsigned char *values = values_view.buf;
-    if (group_by_rank(ranks, docs, tokens, term_count, doc_count, &counts, &order) < 0 ||
-        start_stream(&stream, level) < 0) {
+    if (check_compressor(&compressor) < 0 ||
+        group_by_rank(ranks, docs, tokens, term_count, doc_count, &counts, &order) < 0) {
         goto done;
     }
-    stream_ready = 1;
     block_docs = PyMem_Malloc(BLOCK_LIMIT * sizeof *block_docs);
     block_weights = PyMem_Malloc(BLOCK_LIMIT * sizeof *block_weights);
     if (block_docs == NULL || block_weights == NULL ||
@@ -795,9 +797,9 @@ static PyObject *encode_plain_field(PyObject *module, PyObject *args) {
                 put_bytes(&post_weights, &weights[t], 8);
             }
             total_weight += block_total; /* as the Python writer sums: block by block */
-            if (write_plain_block(&out, &stream, &pickled, block_docs, block_weights,
+            if (write_plain_block(&out, &compressor, &pickled, block_docs, block_weights,
                                   block_values.data, value_size, n, has_values, length_bytes,
-                                  length_count, level, begin + n >= term_end, &max_weight,
+                                  length_count, begin + n >= term_end, &max_weight,
                                   &min_length, &max_length) < 0) {
                 goto done;
             }
@@ -815,9 +817,6 @@ static PyObject *encode_plain_field(PyObject *module, PyObject *args) {
                            DATA(post_weights), (Py_ssize_t)post_weights.len, DATA(term_ends),
                            (Py_ssize_t)term_ends.len);
 done:
-    if (stream_ready) {
-        deflateEnd(&stream);
-    }
     PyMem_Free(counts);
     PyMem_Free(order);
     PyMem_Free(block_docs);
@@ -862,16 +861,15 @@ static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
     Py_buffer magic_view = {0};
     Py_ssize_t term_count;
     long long start_offset;
-    int level;
-    if (!PyArg_ParseTuple(args, "y*y*ny*y*Ly*i", &ranks_view, &docs_view, &term_count,
-                          &values_view, &ends_view, &start_offset, &magic_view, &level)) {
+    Compressor compressor;
+    if (!PyArg_ParseTuple(args, "y*y*ny*y*Ly*Oi", &ranks_view, &docs_view, &term_count,
+                          &values_view, &ends_view, &start_offset, &magic_view,
+                          &compressor.function, &compressor.level)) {
         return NULL;
     }
     PyObject *result = NULL;
     Py_ssize_t *counts = NULL, *order = NULL;
     Value *word_values = NULL;
-    z_stream stream;
-    int stream_ready = 0;
     Buffer out = {0}, infos = {0}, pickled = {0};
     Py_ssize_t tokens = ranks_view.len / 4;
     Py_ssize_t doc_count = ends_view.len / 8;
@@ -897,12 +895,11 @@ static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
             goto done;
         }
     }
-    if (group_by_rank(ranks, docs, tokens, term_count, doc_count, &counts, &order) < 0 ||
-        start_stream(&stream, level) < 0) {
+    if (check_compressor(&compressor) < 0 ||
+        group_by_rank(ranks, docs, tokens, term_count, doc_count, &counts, &order) < 0) {
         PyMem_Free(value_ends);
         goto done;
     }
-    stream_ready = 1;
     word_values = PyMem_Malloc(((size_t)tokens + 1) * sizeof *word_values);
     if (word_values == NULL || reserve(&infos, (size_t)term_count * TERM_INFO_SIZE) < 0) {
         PyMem_Free(value_ends);
@@ -973,9 +970,9 @@ static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
             put_bytes(&info, "\x80\x02(", 3);
             pickle_int(&info, (uint32_t)n);
             put_bytes(&info, "K\x00K\x01", 4);
-            pickle_int(&info, (uint32_t)level);
+            pickle_int(&info, (uint32_t)compressor.level);
             put_bytes(&info, "K\x00K\x00tq\x00.", 8);
-            if (append_block(&out, &stream, &pickled, &info, begin + n >= count) < 0) {
+            if (append_block(&out, &compressor, &pickled, &info, begin + n >= count) < 0) {
                 PyMem_Free(value_ends);
                 goto done;
             }
@@ -987,9 +984,6 @@ static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
     result = Py_BuildValue("(y#y#)", DATA(out), (Py_ssize_t)out.len, DATA(infos),
                            (Py_ssize_t)infos.len);
 done:
-    if (stream_ready) {
-        deflateEnd(&stream);
-    }
     PyMem_Free(counts);
     PyMem_Free(order);
     PyMem_Free(word_values);
@@ -1089,21 +1083,22 @@ done:
 static PyMethodDef methods[] = {
     {"encode_positions_field", encode_positions_field, METH_VARARGS,
      "encode_positions_field(ranks, docs, positions, term_count, doc_count, length_bytes, "
-     "start, magic, level, last_values)\n--\n\n"
+     "start, magic, compress, level, last_values)\n--\n\n"
      "A positions field's W3 posting blocks from its tokens (int32 arrays: term rank, document, "
      "position; in document order). Returns (postings bytes, term infos: 35 bytes a term, "
      "posting documents, posting frequencies, each term's end in those (little-endian int32, "
      "int32, int64), and when `last_values`: each document's value of its last new term, "
      "joined, and each one's end (int64))."},
     {"encode_spelling_field", encode_spelling_field, METH_VARARGS,
-     "encode_spelling_field(ranks, docs, term_count, values, value_ends, start, magic, level)"
+     "encode_spelling_field(ranks, docs, term_count, values, value_ends, start, magic, "
+     "compress, level)"
      "\n--\n\n"
      "A spelling field's W3 posting blocks: word rank and document of each word occurrence "
      "(int32, in document order), each document's posting value (joined, int64 ends). "
      "Returns (postings bytes, term infos: 35 bytes a word)."},
     {"encode_plain_field", encode_plain_field, METH_VARARGS,
      "encode_plain_field(ranks, docs, weights, values, value_size, has_values, term_count, "
-     "doc_count, length_bytes, start, magic, level)\n--\n\n"
+     "doc_count, length_bytes, start, magic, compress, level)\n--\n\n"
      "A field's W3 posting blocks from its postings (int32 term rank and document, float64 "
      "weight, `value_size` bytes of value each when `has_values`; in document order), values "
      "joined per block, or None without values. Returns (postings bytes, term infos, posting "

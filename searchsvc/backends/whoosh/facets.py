@@ -10,11 +10,14 @@ so a new process loads them instead of reading every document again.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
+from whoosh.columns import VarBytesColumn
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.documents import unpack_facets
@@ -53,12 +56,18 @@ class ValueColumn:
 
     @classmethod
     def from_pairs(cls, doc_values: Sequence[tuple[int, Sequence[str]]]) -> ValueColumn:
-        values = sorted({value for _, vals in doc_values for value in vals})
-        ordinal = {value: i for i, value in enumerate(values)}
-        docs = [doc for doc, vals in doc_values for _ in vals]
-        ords = [ordinal[value] for _, vals in doc_values for value in vals]
-        entry_doc = np.asarray(docs, dtype=np.int32)
-        entry_value = np.asarray(ords, dtype=np.int32)
+        docs = np.fromiter(map(itemgetter(0), doc_values), dtype=np.int32, count=len(doc_values))
+        return cls.from_lists(docs, [vals for _, vals in doc_values])
+
+    @classmethod
+    def from_lists(cls, docs: np.ndarray, value_lists: Sequence[Sequence[str]]) -> ValueColumn:
+        """From each document's values (`value_lists[i]` those of document `docs[i]`)."""
+        counts = np.fromiter(map(len, value_lists), dtype=np.int64, count=len(value_lists))
+        flat = list(itertools.chain.from_iterable(value_lists))
+        values = sorted(set(flat))
+        ordinal = dict(zip(values, range(len(values)), strict=True))
+        entry_value = np.fromiter(map(ordinal.__getitem__, flat), dtype=np.int32, count=len(flat))
+        entry_doc = np.repeat(np.asarray(docs, dtype=np.int32), counts)
         totals = np.bincount(entry_value, minlength=len(values))
         return cls(values, entry_doc, entry_value, totals)
 
@@ -286,22 +295,23 @@ class FacetTable:
         doc_count = reader.doc_count_all()
         live = np.zeros(doc_count, dtype=bool)
         year = np.full(doc_count, NO_YEAR, dtype=np.int32)
-        authors, categories, years = [], [], []
-        for docnum, (doc_year, doc_authors, doc_categories) in _facet_values(reader):
-            live[docnum] = True
-            authors.append((docnum, doc_authors))
-            categories.append((docnum, doc_categories))
-            if doc_year is not None:
-                year[docnum] = doc_year
-                years.append((docnum, (str(doc_year),)))
+        docnums, facet_values = _facet_values(reader)
+        live[docnums] = True
+        doc_years, authors, categories = (
+            zip(*facet_values, strict=True) if facet_values else ((), (), ())
+        )
+        has_year = np.fromiter((y is not None for y in doc_years), bool, len(doc_years))
+        year[docnums[has_year]] = [y for y in doc_years if y is not None]
         # The sortable `title_sort` column holds every document's title key, in doc order.
-        title_keys = list(reader.column_reader("title_sort"))
+        title_keys = _column_texts(reader, "title_sort")
         title_rank = np.empty(doc_count, dtype=np.int32)
         title_rank[sorted(range(doc_count), key=title_keys.__getitem__)] = np.arange(doc_count)
         columns = {
-            "author": ValueColumn.from_pairs(authors),
-            "category": ValueColumn.from_pairs(categories),
-            "year": ValueColumn.from_pairs(years),
+            "author": ValueColumn.from_lists(docnums, authors),
+            "category": ValueColumn.from_lists(docnums, categories),
+            "year": ValueColumn.from_lists(
+                docnums[has_year], [(str(y),) for y in doc_years if y is not None]
+            ),
         }
         return cls(doc_count, live, year, title_rank, columns)
 
@@ -337,24 +347,48 @@ class FacetTable:
         return docnums[np.lexsort((self.title_rank[docnums], key))]
 
 
-def _facet_values(reader: IndexReader):
-    """(docnum, (year, authors, categories)) of every live document, in record order."""
+def _facet_values(reader: IndexReader) -> tuple[np.ndarray, list[tuple]]:
+    """The live documents' numbers, in record order, and each one's (year, authors, categories)."""
     if FACET_COLUMN in reader.schema and reader.has_column(FACET_COLUMN):
         # One sequential read of the packed column (schema version 2 and later).
-        packed = reader.column_reader(FACET_COLUMN)
-        for docnum in reader.all_doc_ids():
-            yield docnum, unpack_facets(packed[docnum])
-        return
+        live = np.fromiter(reader.all_doc_ids(), dtype=np.int32)
+        packed = _column_bytes(reader, FACET_COLUMN)
+        return live, [unpack_facets(packed[docnum]) for docnum in live.tolist()]
     # Indexes built before the column existed: unpickle every document's stored fields.
+    docnums, values = [], []
     for docnum, stored in reader.iter_docs():
-        yield (
-            docnum,
+        docnums.append(docnum)
+        values.append(
             (
                 stored.get("year"),
                 tuple(stored.get("authors") or ()),
                 tuple(stored.get("categories") or ()),
-            ),
+            )
         )
+    return np.asarray(docnums, dtype=np.int32), values
+
+
+def _column_bytes(reader: IndexReader, name: str) -> list[bytes]:
+    """Every document's value of a bytes column (deleted documents too), read segment by
+    segment in one piece where the column is Whoosh's VarBytesColumn, else value by value."""
+    values: list[bytes] = []
+    for leaf, _ in reader.leaf_readers():
+        column = leaf.column_reader(name, translate=False) if leaf.has_column(name) else None
+        if type(column) is not VarBytesColumn.Reader:
+            values.extend(leaf.column_reader(name, translate=False))
+            continue
+        starts = np.asarray(column._offsets, dtype=np.int64)
+        ends = starts + np.asarray(column._lengths, dtype=np.int64)
+        data = column._dbfile.get(column._basepos, int(ends.max()) if len(ends) else 0)
+        values.extend(
+            data[start:end] for start, end in zip(starts.tolist(), ends.tolist(), strict=True)
+        )
+    return values
+
+
+def _column_texts(reader: IndexReader, name: str) -> list[str]:
+    """Every document's value of a text column kept as UTF-8 bytes (an ID field's)."""
+    return [value.decode("utf-8") for value in _column_bytes(reader, name)]
 
 
 def disjunctive_counts(

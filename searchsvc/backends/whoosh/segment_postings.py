@@ -2,8 +2,10 @@
 
 The layout is that of Whoosh's own `W3FieldWriter` / `W3PostingsWriter` (codec/whoosh3.py):
 blocks of `BLOCK_LIMIT` postings, each a pickled (id deltas, weights, values) tuple compressed
-with zlib level 3 behind a pickled block-info tuple, and a `W3TermInfo` per term in an
-`OrderedHashWriter`; only the block tuples are pickled at a newer protocol (`BLOCK_PROTOCOL`).
+in zlib's format behind a pickled block-info tuple, and a `W3TermInfo` per term in an
+`OrderedHashWriter`. Two things differ from Whoosh's own writer, to write faster and smaller:
+the block tuples are pickled at a newer protocol (`BLOCK_PROTOCOL`), and compressed by ISA-L
+rather than zlib (`_COMPRESSION`); Whoosh reads both.
 Whoosh builds each block one posting at a time through several method calls; here a term's
 postings arrive as one list and each block is encoded with a few C-level calls. The positions
 and spelling fields, which hold most postings, are encoded by the C extension `_w3postings`
@@ -23,11 +25,10 @@ from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
+from isal import isal_zlib
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3Codec
 from whoosh.filedb.filetables import OrderedHashWriter
 from whoosh.system import pack_uint
-
-from searchsvc.backends.whoosh.deflate import compressor
 
 try:
     from searchsvc.backends.whoosh import _w3postings
@@ -40,8 +41,12 @@ BLOCK_LIMIT = 128  # W3Codec's default blocklimit
 # positions blocks come out 40% smaller compressed and unpickle twice as fast. Whoosh's reader
 # unpickles any protocol. Block infos stay at Whoosh's protocol 2.
 BLOCK_PROTOCOL = 3
-_COMPRESSION = 3  # W3Codec's default compression level
-_deflate = compressor(_COMPRESSION)
+# Posting blocks are compressed by ISA-L (python-isal) at this level, in zlib's format, which
+# Whoosh's reader decompresses with zlib (it records the level in each block's info and reads
+# any non-zero one as "compressed"). Against zlib at Whoosh's level 3 it takes half the time
+# for 7% larger blocks.
+_COMPRESSION = 2
+_compress_block = isal_zlib.compress
 _TERM_INFO = struct.Struct("!BfIBBfII")  # W3TermInfo._struct
 _BLOCK_LENGTH = struct.Struct("!i")
 _EXTENT = struct.Struct("!qi")  # W3TermInfo.to_bytes: offset (long), length (int)
@@ -232,6 +237,7 @@ class SegmentPostingsWriter:
                 length_bytes,
                 self._postings.position,
                 WHOOSH3_HEADER_MAGIC,
+                _compress_block,
                 _COMPRESSION,
                 last_values,
             )
@@ -283,6 +289,7 @@ class SegmentPostingsWriter:
                 length_bytes,
                 self._postings.position,
                 WHOOSH3_HEADER_MAGIC,
+                _compress_block,
                 _COMPRESSION,
             )
             self._postings.write([data], len(data))
@@ -331,6 +338,7 @@ class SegmentPostingsWriter:
                 values.ends,
                 self._postings.position,
                 WHOOSH3_HEADER_MAGIC,
+                _compress_block,
                 _COMPRESSION,
             )
             self._postings.write([data], len(data))
@@ -406,7 +414,7 @@ class SegmentPostingsWriter:
         cache = self._compressed
         compressed = cache.get(data)
         if compressed is None:
-            compressed = _deflate(data)
+            compressed = _compress_block(data, _COMPRESSION)
             if len(data) <= _CACHED_BLOCK_BYTES:
                 if len(cache) >= _CACHED_BLOCKS:
                     cache.clear()

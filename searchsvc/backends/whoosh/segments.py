@@ -17,11 +17,8 @@ would write for the same documents, but for the pickle protocol of its posting b
 from __future__ import annotations
 
 import itertools
-import pickle
 from array import array
 from collections import defaultdict
-from collections.abc import Callable
-from itertools import pairwise
 from operator import itemgetter
 from typing import Any
 
@@ -30,7 +27,6 @@ from whoosh import fields, formats
 from whoosh.analysis import RegexTokenizer, StripFilter
 from whoosh.codec.whoosh3 import W3Segment
 from whoosh.fields import Schema
-from whoosh.system import pack_uint
 from whoosh.util.numeric import length_to_byte
 
 from searchsvc.backends.whoosh.analysis import name_words, text_words, token_count
@@ -58,79 +54,102 @@ NAME_FIELD = "author_names"
 _CACHED_VALUES_MAX = 100_000
 
 
-class _PositionValues:
-    """Positions-format posting values (formats.Positions.encode); single positions cached."""
+class _Texts:
+    """Every analysed text of a segment, as the list of words the analysis made, once each.
+
+    A word is a (word, stem) pair of stemmed text or a word of an author-name text. Several
+    fields take the same text (the title feeds title and content, and its words feed the
+    spelling field): they refer to it by number. At the end every text is mapped to word ids
+    in one pass, and terms are each word's stem (text fields) or word (spelling fields).
+    """
+
+    STEM, WORD = 1, 0
 
     def __init__(self) -> None:
-        self._single: list[bytes] = []
+        self._texts: list[list] = []
+        self._resolved: tuple[np.ndarray, np.ndarray, np.ndarray, list] | None = None
+        self._terms: dict[int, tuple[list[str], np.ndarray]] = {}
 
-    def encode(self, positions: list[int]) -> bytes:
-        if len(positions) == 1:
-            single = self._single
-            position = positions[0]
-            if position >= len(single):
-                single.extend(
-                    pack_uint(1) + pickle.dumps([p], 2) for p in range(len(single), position + 1)
-                )
-            return single[position]
-        deltas = [positions[0], *[b - a for a, b in pairwise(positions)]]
-        return pack_uint(len(deltas)) + pickle.dumps(deltas, 2)
+    def add(self, words: list) -> int:
+        self._texts.append(words)
+        return len(self._texts) - 1
+
+    def resolve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(word ids of all texts back to back, each text's start in them, each one's length)."""
+        if self._resolved is None:
+            texts, self._texts = self._texts, []
+            lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+            ids_of: defaultdict[Any, int] = defaultdict(itertools.count().__next__)
+            ids = np.fromiter(
+                map(ids_of.__getitem__, itertools.chain.from_iterable(texts)),
+                dtype=np.int32,
+                count=int(lengths.sum()),
+            )
+            self._resolved = (ids, np.cumsum(lengths) - lengths, lengths, list(ids_of))
+        ids, starts, lengths, _ = self._resolved
+        return ids, starts, lengths
+
+    def terms(self, part: int) -> tuple[list[str], np.ndarray]:
+        """The distinct terms (stems or words) in order, and each word id's term's rank."""
+        known = self._terms.get(part)
+        if known is None:
+            self.resolve()
+            words = self._resolved[3]  # in id order
+            terms_of = [word[part] if type(word) is tuple else word for word in words]
+            # Whoosh orders terms by their UTF-8 bytes; str order is code point order, which
+            # UTF-8 preserves, so sorting strs and encoding them after gives the same order.
+            distinct = sorted(set(terms_of))
+            rank = dict(zip(distinct, range(len(distinct)), strict=True))
+            ranks = np.fromiter(map(rank.__getitem__, terms_of), np.int32, len(terms_of))
+            known = self._terms[part] = (distinct, ranks)
+        return known
 
 
 class _FieldTokens:
-    """A positions field's tokens, as runs of terms at consecutive positions.
+    """A positions field's (or spelling field's) tokens: runs of words at consecutive
+    positions, each one of the segment's texts (`_Texts`).
 
     Documents arrive in number order and each text's positions ascend, so grouping the tokens
     by term (stably) gives every term's postings in order with their positions: the encoders
-    (segment_postings.py) do that in one pass at the end. Until then a run is kept as the list
-    of terms the analysis made (the strs are shared with its cache); `arrays` turns them into
-    flat arrays with a few C-level passes, where appending to arrays per text cost a third of
-    the analysis.
+    (segment_postings.py) do that in one pass at the end.
     """
 
-    def __init__(self, key: Callable[[Any], str] | None = None) -> None:
-        self._key = key  # what a run's items are mapped by to their terms, at the end
-        self._runs: list[list] = []
-        self._docs = array("i")  # per run
-        self._firsts = array("i")  # per run: the position of its first term
+    def __init__(self) -> None:
+        self._texts = array("q")  # per run: its text's number
+        self._docs = array("i")
+        self._firsts = array("i")  # per run: the position of its first word
 
-    def add(self, docnum: int, terms: list[str], first: int) -> None:
-        """A run of terms at consecutive positions from `first`."""
-        if terms:
-            self._runs.append(terms)
-            self._docs.append(docnum)
-            self._firsts.append(first)
+    def add(self, docnum: int, text: int, first: int) -> None:
+        self._texts.append(text)
+        self._docs.append(docnum)
+        self._firsts.append(first)
 
     def __bool__(self) -> bool:
-        return bool(self._runs)
+        return bool(self._texts)
 
-    def arrays(self) -> tuple[list[bytes], FieldTokens]:
+    def arrays(self, texts: _Texts, part: int) -> tuple[list[bytes], FieldTokens]:
         """The field's terms in byte order, and its tokens (their terms as ranks in that order)."""
-        lengths = np.fromiter(map(len, self._runs), dtype=np.int64, count=len(self._runs))
-        total = int(lengths.sum())
-        ids_of: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-        items = itertools.chain.from_iterable(self._runs)
-        ids = np.fromiter(
-            map(ids_of.__getitem__, items if self._key is None else map(self._key, items)),
-            dtype=np.int32,
-            count=total,
+        ids, text_starts, text_lengths = texts.resolve()
+        numbers = np.frombuffer(self._texts, dtype=np.int64)
+        lengths = text_lengths[numbers]
+        run_offsets = np.cumsum(lengths) - lengths
+        # Token i of a run starting at token s (of the field) is word start + (i - s) of its
+        # text, at position first + (i - s).
+        within = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(run_offsets, lengths)
+        words = ids[np.repeat(text_starts[numbers], lengths) + within]
+        distinct, rank_of_word = texts.terms(part)
+        term_ranks = rank_of_word[words]
+        present = np.zeros(len(distinct), dtype=bool)
+        present[term_ranks] = True
+        field_rank = np.cumsum(present, dtype=np.int32) - 1  # among the field's own terms
+        positions = np.repeat(np.frombuffer(self._firsts, dtype=np.int32), lengths) + within
+        tokens = FieldTokens(
+            field_rank[term_ranks],
+            np.repeat(np.frombuffer(self._docs, dtype=np.int32), lengths),
+            positions.astype(np.int32),
         )
-        self._runs = []
-        terms = list(ids_of)  # in id order
-        # Whoosh orders terms by their UTF-8 bytes; str order is code point order, which UTF-8
-        # preserves, so sorting str keys and encoding them after gives the same order.
-        order = sorted(range(len(terms)), key=terms.__getitem__)
-        rank_of_id = np.empty(len(terms), dtype=np.int32)
-        rank_of_id[order] = np.arange(len(terms), dtype=np.int32)
-        run_docs = np.frombuffer(self._docs, dtype=np.int32)
-        run_starts = np.cumsum(lengths) - lengths
-        # Token i of a run starting at token s with first position f is at f + (i - s).
-        offsets = np.frombuffer(self._firsts, dtype=np.int32) - run_starts
-        positions = (np.arange(total, dtype=np.int64) + np.repeat(offsets, lengths)).astype(
-            np.int32
-        )
-        tokens = FieldTokens(rank_of_id[ids], np.repeat(run_docs, lengths), positions)
-        return [terms[number].encode("utf-8") for number in order], tokens
+        used = np.flatnonzero(present).tolist()
+        return [distinct[rank].encode("utf-8") for rank in used], tokens
 
 
 class _FieldItems:
@@ -173,23 +192,21 @@ class _FieldItems:
 
 
 class _Text:
-    """One analysed text: runs of terms at consecutive positions, and its words."""
+    """One analysed text: runs of words at consecutive positions (texts of `_Texts`)."""
 
-    __slots__ = ("_kept", "_stemmed", "end", "length", "runs")
+    __slots__ = ("end", "length", "runs")
 
-    def __init__(self, runs, length: int, end: int, kept, stemmed: bool = True) -> None:
-        self.runs: list[tuple[list[str], int]] = runs  # (terms, position of the first)
+    def __init__(self, runs: list[tuple[int, int]], length: int, end: int) -> None:
+        self.runs = runs  # (text number, position of its first word), non-empty texts only
         self.length = length  # kept words (the field length)
         self.end = end  # one past the last position
-        self._kept = kept  # (word, stem) pairs, or words when not stemmed
-        self._stemmed = stemmed
 
     @classmethod
-    def of(cls, words, stemmed: bool = True) -> _Text:
+    def of(cls, texts: _Texts, words) -> _Text:
         """From analysis.text_words output, or (0, words) of an unstemmed text."""
         first, kept = words
-        terms = list(map(itemgetter(1), kept)) if stemmed else kept
-        return cls([(terms, first)], len(terms), first + len(terms), kept, stemmed)
+        runs = [(texts.add(kept), first)] if kept else []
+        return cls(runs, len(kept), first + len(kept))
 
     @classmethod
     def joined(cls, title: str, title_text: _Text, abstract_text: _Text) -> _Text:
@@ -202,19 +219,9 @@ class _Text:
         """
         abstract_first = abstract_text.end - abstract_text.length
         shift = title_text.end - abstract_first if title_text.length else token_count(title)
-        runs = title_text.runs + [(terms, first + shift) for terms, first in abstract_text.runs]
-        kept = title_text._kept + abstract_text._kept
+        runs = title_text.runs + [(text, first + shift) for text, first in abstract_text.runs]
         end = abstract_text.end + shift if abstract_text.length else title_text.end
-        return cls(runs, title_text.length + abstract_text.length, end, kept)
-
-    def words(self) -> set[str]:
-        """The text's distinct unstemmed words (what Whoosh's spelling field gets)."""
-        return set(map(itemgetter(0), self._kept)) if self._stemmed else set(self._kept)
-
-    @property
-    def kept(self) -> list:
-        """(word, stem) of each kept word, or the words of an unstemmed text."""
-        return self._kept
+        return cls(runs, title_text.length + abstract_text.length, end)
 
 
 class SegmentBuilder:
@@ -232,7 +239,7 @@ class SegmentBuilder:
         # Field -> per document, the field's length byte (as in its length column).
         self._length_bytes: dict[str, bytearray] = defaultdict(bytearray)
         self._index_cache: dict[str, dict[Any, list]] = defaultdict(dict)
-        self._values = _PositionValues()
+        self._texts = _Texts()
         self._tokens: dict[str, _FieldTokens] = defaultdict(_FieldTokens)
         for name in (TITLE, ABSTRACT, COMBINED_FIELD, NAME_FIELD):
             # The encoders weigh a posting by its frequency: the Positions format's weight
@@ -252,9 +259,7 @@ class SegmentBuilder:
             # posting values it takes; and its words are a stemmed text's (word, stem) pairs.
             if name == NAME_FIELD or schema[name].spelling_fieldname(name) < name:
                 raise ValueError(f"spelling words of field {name!r} cannot be built here")
-        self._spelling_words: dict[str, _FieldTokens] = defaultdict(
-            lambda: _FieldTokens(key=itemgetter(0))
-        )
+        self._spelling_words: dict[str, _FieldTokens] = defaultdict(_FieldTokens)
         self.doc_count = 0
 
     # -- adding documents ------------------------------------------------------------------
@@ -292,21 +297,21 @@ class SegmentBuilder:
         title, abstract = document.get(TITLE), document.get(ABSTRACT)
         title_text = abstract_text = None
         if title is not None:
-            title_text = _Text.of(text_words(title))
+            title_text = _Text.of(self._texts, text_words(title))
             lengths[TITLE] = self._add_text(docnum, TITLE, title_text)
         if abstract is not None:
-            abstract_text = _Text.of(text_words(abstract))
+            abstract_text = _Text.of(self._texts, text_words(abstract))
             lengths[ABSTRACT] = self._add_text(docnum, ABSTRACT, abstract_text)
         content = document.get(COMBINED_FIELD)
         if content is not None:
             if title_text and abstract_text and content == f"{title}\n{abstract}":
                 content_text = _Text.joined(title, title_text, abstract_text)
             else:
-                content_text = _Text.of(text_words(content))
+                content_text = _Text.of(self._texts, text_words(content))
             lengths[COMBINED_FIELD] = self._add_text(docnum, COMBINED_FIELD, content_text)
         names = document.get(NAME_FIELD)
         if names is not None:
-            name_text = _Text.of((0, name_words(names)), stemmed=False)
+            name_text = _Text.of(self._texts, (0, name_words(names)))
             lengths[NAME_FIELD] = self._add_text(docnum, NAME_FIELD, name_text)
         return lengths
 
@@ -315,12 +320,13 @@ class SegmentBuilder:
         if not text.length:
             return 0
         tokens = self._tokens[name]
-        for terms, first in text.runs:
-            tokens.add(docnum, terms, first)
+        for number, first in text.runs:
+            tokens.add(docnum, number, first)
         self._set_length(name, docnum, text.length)
         if name in self._spelled:
-            spelling_name = self._schema[name].spelling_fieldname(name)
-            self._spelling_words[spelling_name].add(docnum, text.kept, 0)
+            spelling = self._spelling_words[self._schema[name].spelling_fieldname(name)]
+            for number, _ in text.runs:
+                spelling.add(docnum, number, 0)  # positions unused
         return text.length
 
     def _add_spelling(self, name: str, words: set[str], value: bytes) -> None:
@@ -402,7 +408,7 @@ class SegmentBuilder:
             packing = values_packing(field.format.fixed_value_size())
             if name in self._tokens:
                 length_bytes = self._length_bytes.get(name) if field.scorable else None
-                terms, tokens = self._tokens.pop(name).arrays()
+                terms, tokens = self._tokens.pop(name).arrays(self._texts, _Texts.STEM)
                 # Whoosh's loop over a text's terms (in first-occurrence order) posts the text's
                 # spelling words with the value its loop variable last held: the posting value
                 # of the term that occurs first last.
@@ -415,7 +421,7 @@ class SegmentBuilder:
                 if name in array_names:
                     arrays.add_field(name, terms, written.ends, written.docs, written.weights)
             elif name in self._spelling_words:
-                words, tokens = self._spelling_words.pop(name).arrays()
+                words, tokens = self._spelling_words.pop(name).arrays(self._texts, _Texts.WORD)
                 writer.add_spelling_words(name, words, tokens, last_values.pop(name))
             elif name in self._spelling:
                 spelling = self._spelling.pop(name)
