@@ -103,8 +103,10 @@ def test_name_words_match_whoosh(text: str) -> None:
 def test_the_cache_is_bounded(monkeypatch) -> None:
     monkeypatch.setattr(analysis, "_MAX_CACHED", 3)
     analysis._cache.clear()
+    analysis._kept_cache.clear()
     analysis.text_words("alpha beta gamma delta epsilon")
     assert len(analysis._cache) <= 3
+    assert len(analysis._kept_cache) <= 3
     assert analysis.text_words("alpha beta")[1] == [("alpha", "alpha"), ("beta", "beta")]
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from isal import igzip, isal_zlib
 
 from searchsvc.errors import SourceError
 
@@ -17,8 +18,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 MAX_RECORD_BYTES = 1024 * 1024
 RECORD_TOO_LARGE = f"record too large (over {MAX_RECORD_BYTES // 1024 // 1024} MiB)"
 _DISCARD_CHUNK = 1024 * 1024
-# Errors a damaged gzip stream raises while being read.
-_READ_ERRORS = (OSError, EOFError, zlib.error)
+# Errors a damaged gzip stream raises while being read (BadGzipFile is an OSError).
+_READ_ERRORS = (OSError, EOFError, zlib.error, isal_zlib.error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,8 @@ def open_binary(path: Path) -> BinaryIO:
         raw.close()
         raise SourceError(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
     if is_gzip:
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+        # ISA-L's gzip reader (python-isal): the same stream in a third of the time of gzip's.
+        return igzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
 
 
