@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from whoosh import fields
 from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import FileStorage
 from whoosh.qparser import QueryParser
 
-from searchsvc.backends.whoosh import writing
+from searchsvc.backends.whoosh import segments, writing
 from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.writing import add_records
@@ -281,3 +282,25 @@ def test_storage_has_no_leftover_temporary_files(tmp_path: Path) -> None:
     _fast_build(tmp_path / "fast", multi_block_records(50), procs=2)
     leftovers = [name for name in FileStorage(str(tmp_path / "fast")).list() if "tmp" in name]
     assert leftovers == []
+
+
+_KEYWORD_TEXT = st.text(alphabet=st.sampled_from(list("ab ,\t\u00e9\u3000x")), max_size=30)
+
+
+@given(value=_KEYWORD_TEXT | st.lists(_KEYWORD_TEXT.filter(bool), max_size=6).map(",".join))
+def test_keyword_items_are_whooshs_index_of_a_comma_separated_value(value: str) -> None:
+    # Repeated, empty, blank and padded parts included: counts, order and weights as Whoosh's.
+    for boost in (1.0, 2.5):
+        field = fields.KEYWORD(commas=True, lowercase=False, scorable=False, field_boost=boost)
+        assert segments._index_kind(field) is segments._IndexKind.COMMAS
+        assert segments.keyword_items(value, boost) == list(field.index(value))
+
+
+def test_the_schemas_fields_take_the_expected_index_paths() -> None:
+    schema = build_schema()
+    kinds = {name: segments._index_kind(schema[name]) for name in schema.names()}
+    assert kinds["id"] is kinds["title_sort"] is segments._IndexKind.ID
+    assert kinds["author"] is kinds["category"] is segments._IndexKind.COMMAS
+    assert kinds["year"] is segments._IndexKind.OTHER  # NUMERIC: Whoosh's own index()
+    lowercased = fields.KEYWORD(commas=True, lowercase=True)
+    assert segments._index_kind(lowercased) is segments._IndexKind.OTHER

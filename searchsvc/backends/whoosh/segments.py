@@ -16,6 +16,7 @@ would write for the same documents, but for the pickle protocol of its posting b
 
 from __future__ import annotations
 
+import enum
 import itertools
 from array import array
 from collections import defaultdict
@@ -24,9 +25,10 @@ from typing import Any
 
 import numpy as np
 from whoosh import fields, formats
-from whoosh.analysis import RegexTokenizer, StripFilter
+from whoosh.analysis import IDTokenizer, RegexTokenizer, StripFilter
 from whoosh.codec.whoosh3 import W3Segment
 from whoosh.fields import Schema
+from whoosh.system import pack_uint
 from whoosh.util.numeric import length_to_byte
 
 from searchsvc.backends.whoosh.analysis import name_words, text_words, token_count
@@ -239,6 +241,7 @@ class SegmentBuilder:
         # Field -> per document, the field's length byte (as in its length column).
         self._length_bytes: dict[str, bytearray] = defaultdict(bytearray)
         self._index_cache: dict[str, dict[Any, list]] = defaultdict(dict)
+        self._index_kinds: dict[str, _IndexKind] = {}
         self._texts = _Texts()
         self._tokens: dict[str, _FieldTokens] = defaultdict(_FieldTokens)
         for name in (TITLE, ABSTRACT, COMBINED_FIELD, NAME_FIELD):
@@ -348,28 +351,32 @@ class SegmentBuilder:
         return length
 
     def _index(self, name: str, field, value) -> list[tuple[bytes, int, float, bytes]]:
-        """`field.index(value)`, cached; a comma-separated keyword field's name by name.
+        """`field.index(value)`: cached, and for two common kinds of field done here.
 
-        Author lists rarely repeat, but names do: analysing each name once and joining their
-        items gives the same postings whenever no term comes twice in the list.
+        A whole-value ID field gives its value as the one term; a comma-separated keyword
+        field (author lists, whose names are mostly new to the cache) its stripped parts with
+        their counts. Both as Whoosh's analysis and formats give them (tests/test_fast_writer.py
+        compares the postings, tests/test_analysis.py the items).
         """
+        kind = self._index_kinds.get(name)
+        if kind is None:
+            kind = self._index_kinds[name] = _index_kind(field)
+        is_text = isinstance(value, str)
+        if kind is _IndexKind.ID and is_text:
+            return [(value.encode("utf-8"), 1, field.format.field_boost, b"")]
         cache = self._index_cache[name]
         try:
             items = cache.get(value)
         except TypeError:  # unhashable (a list)
             return list(field.index(value))
-        if items is not None:
-            return items
-        if isinstance(value, str) and "," in value and _splits_on_commas(field):
-            parts = [part for part in value.split(",") if part]
-            items = [item for part in parts for item in self._index(name, field, part)]
-            if len({item[0] for item in items}) != len(items):
+        if items is None:
+            if kind is _IndexKind.COMMAS and is_text:
+                items = keyword_items(value, field.format.field_boost)
+            else:
                 items = list(field.index(value))
-        else:
-            items = list(field.index(value))
-        if len(cache) >= _CACHED_VALUES_MAX:
-            cache.clear()
-        cache[value] = items
+            if len(cache) >= _CACHED_VALUES_MAX:
+                cache.clear()
+            cache[value] = items
         return items
 
     def _set_length(self, name: str, docnum: int, length: int) -> None:
@@ -446,6 +453,40 @@ class SegmentBuilder:
             segment_id = segment.segment_id()
             arrays.write(sidecar_path(folder, segment_id), segment_id, self.doc_count)
         return segment
+
+
+class _IndexKind(enum.Enum):
+    ID = "a whole-value ID field"
+    COMMAS = "a comma-separated keyword field"
+    OTHER = "any other field"
+
+
+def _index_kind(field) -> _IndexKind:
+    boost = getattr(field.format, "field_boost", None)
+    if (
+        type(field) is fields.ID
+        and type(field.analyzer) is IDTokenizer
+        and type(field.format) is formats.Existence
+        and isinstance(boost, float)
+    ):
+        return _IndexKind.ID
+    if _splits_on_commas(field) and type(field.format) is formats.Frequency:
+        return _IndexKind.COMMAS
+    return _IndexKind.OTHER
+
+
+def keyword_items(value: str, field_boost: float) -> list[tuple[bytes, int, float, bytes]]:
+    """KEYWORD(commas=True)'s `index(value)`: the runs of non-commas, each stripped (an empty
+    one too), counted, in the order first met; Frequency format values and weights."""
+    counts: dict[str, int] = {}
+    for part in value.split(","):
+        if part:
+            word = part.strip()
+            counts[word] = counts.get(word, 0) + 1
+    return [
+        (word.encode("utf-8"), count, float(count) * field_boost, pack_uint(count))
+        for word, count in counts.items()
+    ]
 
 
 def _splits_on_commas(field) -> bool:
