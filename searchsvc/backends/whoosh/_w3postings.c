@@ -1,4 +1,4 @@
-/* The posting lists of a segment's positions and spelling fields, encoded in C.
+/* A segment's posting lists and term index tables, encoded in C.
  *
  * A full build spends most of its time turning postings into Whoosh W3 posting blocks: ~340
  * postings a record, each a pickled positions list inside a pickled block tuple, compressed.
@@ -8,7 +8,9 @@
  * a `!i` length, the pickled block info (protocol 2, as Whoosh writes it) and the compressed
  * pickled (id deltas, weights, values) tuple, each posting's value the Positions
  * format's `pack_uint(len(deltas)) + pickle.dumps(deltas, 2)`. `encode_spelling_field` does the
- * same for a spelling field's words.
+ * same for a spelling field's words, `encode_plain_field` for any field whose postings carry a
+ * weight and a fixed-size value or none (ID, KEYWORD, NUMERIC), and `hash_tables` writes the
+ * hash tables of the term index (whoosh.filedb.filetables.HashWriter's).
  *
  * The pickles are written opcode by opcode as CPython's C pickler writes these objects (tuples
  * of up to 3 items by TUPLE1-3, longer ones between MARK and TUPLE; tuples and bytes memoized;
