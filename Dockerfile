@@ -6,7 +6,7 @@
 # compiler.
 FROM python:3.11-slim AS build
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends gcc libc6-dev zlib1g-dev \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml setup.py README.md ./

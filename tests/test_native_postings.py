@@ -1,7 +1,7 @@
 """The C posting encoder (`_w3postings`) writes what the Python encoder writes, byte for byte.
 
-A build uses the C encoder for the positions and spelling fields when the extension was
-compiled, else the Python code in segment_postings.py. Random fields go through both, and a
+A build uses the C encoder for every field and the term index's hash tables when the extension
+was compiled, else the Python code in segment_postings.py. Random fields go through both, and a
 whole build without the extension must give the same files as one with it.
 """
 
@@ -37,7 +37,7 @@ needs_extension = pytest.mark.skipif(
 
 
 def test_the_c_extension_is_built() -> None:
-    # Installing without a C compiler (or zlib's headers) leaves it out silently, and index
+    # Installing without a C compiler leaves it out silently, and index
     # builds run at about half the speed: CI must notice.
     assert segment_postings._w3postings is not None, "pip install -e . did not compile it"
 

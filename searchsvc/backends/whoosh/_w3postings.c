@@ -64,6 +64,9 @@ static int reserve(Buffer *b, size_t extra) {
 static inline void put1(Buffer *b, unsigned char c) { b->data[b->len++] = c; }
 
 static inline void put_bytes(Buffer *b, const void *p, size_t n) {
+    if (n == 0) {
+        return; /* p may be NULL: an empty buffer's data */
+    }
     memcpy(b->data + b->len, p, n);
     b->len += n;
 }
@@ -87,7 +90,7 @@ static inline void put_be64(unsigned char *p, uint64_t v) {
     put_be32(p + 4, (uint32_t)v);
 }
 
-/* -- pickle opcodes (protocol 2), as Modules/_pickle.c writes them ------------------------ */
+/* -- pickle opcodes (protocols 2 and 3), as Modules/_pickle.c writes them ------------------ */
 #define MAX_INT_SIZE 5
 #define MAX_MEMO_SIZE 5
 
@@ -216,10 +219,14 @@ static int group_by_rank(const int32_t *ranks, const int32_t *docs, Py_ssize_t t
     return 0;
 }
 
-static void put_term_info(Buffer *infos, double total_weight, Py_ssize_t postings, int min_length,
-                          int max_length, double max_weight, int32_t first_doc, int32_t last_doc,
-                          long long offset, size_t size) {
+static int put_term_info(Buffer *infos, double total_weight, Py_ssize_t postings, int min_length,
+                         int max_length, double max_weight, int32_t first_doc, int32_t last_doc,
+                         long long offset, size_t size) {
     /* W3TermInfo: "!BfIBBfII", then the term's offset and length in the file ("!qi"). */
+    if (size > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "a term's postings exceed 2 GiB");
+        return -1;
+    }
     unsigned char *info = infos->data + infos->len;
     float total = (float)total_weight, maximum = (float)max_weight;
     uint32_t bits;
@@ -236,6 +243,7 @@ static void put_term_info(Buffer *infos, double total_weight, Py_ssize_t posting
     put_be64(info + 23, (uint64_t)offset);
     put_be32(info + 31, (uint32_t)size);
     infos->len += TERM_INFO_SIZE;
+    return 0;
 }
 
 /* How blocks are compressed: a Python function called as function(data, level), returning the
@@ -269,6 +277,11 @@ static int append_block(Buffer *out, const Compressor *c, const Buffer *pickled,
         return -1;
     }
     size_t compressed = (size_t)PyBytes_GET_SIZE(data);
+    if (info->len + compressed > INT32_MAX) {
+        Py_DECREF(data);
+        PyErr_SetString(PyExc_OverflowError, "a posting block exceeds 2 GiB");
+        return -1;
+    }
     if (reserve(out, 4 + info->len + compressed) < 0) {
         Py_DECREF(data);
         return -1;
@@ -294,6 +307,139 @@ static void put_binbytes(Buffer *b, const unsigned char *data, size_t size) {
     put_bytes(b, data, size);
 }
 
+/* The length-bytes argument: None (a field without lengths), or a byte per document. */
+typedef struct {
+    Py_buffer view;
+    const unsigned char *bytes;
+    Py_ssize_t count;
+} LengthBytes;
+
+static int get_length_bytes(PyObject *arg, LengthBytes *lengths) {
+    memset(lengths, 0, sizeof *lengths);
+    if (arg == Py_None) {
+        return 0;
+    }
+    if (PyObject_GetBuffer(arg, &lengths->view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    lengths->bytes = lengths->view.buf;
+    lengths->count = lengths->view.len;
+    return 0;
+}
+
+static void release_length_bytes(LengthBytes *lengths) {
+    if (lengths->view.obj != NULL) {
+        PyBuffer_Release(&lengths->view);
+    }
+}
+
+/* A document's length byte (0 without lengths); -1 and ValueError when it has none. */
+static int length_of(const LengthBytes *lengths, int32_t doc) {
+    if (lengths->bytes == NULL) {
+        return 0;
+    }
+    if (doc >= lengths->count) {
+        PyErr_SetString(PyExc_ValueError, "a document has postings but no length byte");
+        return -1;
+    }
+    return lengths->bytes[doc];
+}
+
+/* A block tuple's first two items: the document numbers as differences (the first from 0),
+ * then the weights: None when all are 1, one float when all are equal, else a tuple of floats
+ * (W3PostingsWriter's _mini_ids and _mini_weights). */
+static void pickle_ids_and_weights(Buffer *b, const int32_t *docs, const double *weights,
+                                   Py_ssize_t n, uint32_t *memo) {
+    tuple_open(b, n);
+    int32_t previous = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        pickle_int(b, (uint32_t)(docs[i] - previous));
+        previous = docs[i];
+    }
+    tuple_close(b, n, memo);
+    int all_equal = 1;
+    for (Py_ssize_t i = 1; i < n && all_equal; i++) {
+        all_equal = weights[i] == weights[0];
+    }
+    if (all_equal) {
+        if (weights[0] == 1.0) {
+            put1(b, 'N');
+        } else {
+            pickle_float(b, weights[0]);
+        }
+        return;
+    }
+    tuple_open(b, n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        pickle_float(b, weights[i]);
+    }
+    tuple_close(b, n, memo);
+}
+
+/* The largest weight and the smallest and largest length bytes of a block, or of a term. */
+typedef struct {
+    double max_weight;
+    int min_length;
+    int max_length;
+} Extremes;
+
+static const Extremes NO_POSTINGS = {0.0, 255, 0};
+
+/* A block's extremes (its postings' weights, its documents' length bytes), folded into its
+ * term's too; -1 and ValueError for a document without a length byte. */
+static int block_extremes(const int32_t *docs, const double *weights, Py_ssize_t n,
+                          const LengthBytes *lengths, Extremes *block, Extremes *term) {
+    *block = NO_POSTINGS;
+    block->max_weight = weights[0];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int length = length_of(lengths, docs[i]);
+        if (length < 0) {
+            return -1;
+        }
+        block->max_weight = weights[i] > block->max_weight ? weights[i] : block->max_weight;
+        block->min_length = length < block->min_length ? length : block->min_length;
+        block->max_length = length > block->max_length ? length : block->max_length;
+    }
+    term->max_weight = block->max_weight > term->max_weight ? block->max_weight : term->max_weight;
+    term->min_length = block->min_length < term->min_length ? block->min_length : term->min_length;
+    term->max_length = block->max_length > term->max_length ? block->max_length : term->max_length;
+    return 0;
+}
+
+/* Appends a block whose (ids, weights, values) tuple is pickled in `pickled`, behind its info
+ * (postings, last id, max weight, compression, min length, max length), pickled at protocol 2
+ * as Whoosh writes it. */
+static int append_postings_block(Buffer *out, const Compressor *c, const Buffer *pickled,
+                                 Py_ssize_t n, int32_t last_doc, const Extremes *block,
+                                 int last) {
+    unsigned char info_bytes[64];
+    Buffer info = {info_bytes, 0, sizeof info_bytes};
+    put_bytes(&info, "\x80\x02(", 3);
+    pickle_int(&info, (uint32_t)n);
+    pickle_int(&info, (uint32_t)last_doc);
+    pickle_float(&info, block->max_weight);
+    pickle_int(&info, (uint32_t)c->level);
+    pickle_int(&info, (uint32_t)block->min_length);
+    pickle_int(&info, (uint32_t)block->max_length);
+    put_bytes(&info, "tq\x00.", 4);
+    return append_block(out, c, pickled, &info, last);
+}
+
+/* Starts a term's postings in `out` with the W3 magic; returns where the term starts. */
+static int start_term(Buffer *out, const Py_buffer *magic, size_t *term_offset) {
+    *term_offset = out->len;
+    if (reserve(out, (size_t)magic->len) < 0) {
+        return -1;
+    }
+    put_bytes(out, magic->buf, (size_t)magic->len);
+    return 0;
+}
+
+static inline void put_le64(Buffer *b, uint64_t v) {
+    put_le32(b, (uint32_t)v);
+    put_le32(b, (uint32_t)(v >> 32));
+}
+
 /* -- positions fields --------------------------------------------------------------------- */
 typedef struct {
     Compressor compressor;
@@ -303,7 +449,7 @@ typedef struct {
     /* The block being collected. */
     Py_ssize_t count;
     int32_t docs[BLOCK_LIMIT];
-    uint32_t freqs[BLOCK_LIMIT];
+    double weights[BLOCK_LIMIT]; /* the frequencies, as the floats Whoosh pickles */
     size_t value_ends[BLOCK_LIMIT];
 } Encoder;
 
@@ -325,35 +471,7 @@ static int pickle_block(Encoder *e) {
     }
     uint32_t memo = 0;
     put_bytes(b, "\x80\x03", 2);
-    /* Document numbers as differences, the first from 0. */
-    tuple_open(b, n);
-    int32_t previous = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        pickle_int(b, (uint32_t)(e->docs[i] - previous));
-        previous = e->docs[i];
-    }
-    tuple_close(b, n, &memo);
-    /* Weights: None when all are 1, one float when all are equal, else a tuple of floats. */
-    int all_equal = 1;
-    for (Py_ssize_t i = 1; i < n; i++) {
-        if (e->freqs[i] != e->freqs[0]) {
-            all_equal = 0;
-            break;
-        }
-    }
-    if (all_equal) {
-        if (e->freqs[0] == 1) {
-            put1(b, 'N');
-        } else {
-            pickle_float(b, (double)e->freqs[0]);
-        }
-    } else {
-        tuple_open(b, n);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            pickle_float(b, (double)e->freqs[i]);
-        }
-        tuple_close(b, n, &memo);
-    }
+    pickle_ids_and_weights(b, e->docs, e->weights, n, &memo);
     /* Values: each bytes object as SHORT_BINBYTES or BINBYTES. */
     tuple_open(b, n);
     size_t start = 0;
@@ -370,55 +488,13 @@ static int pickle_block(Encoder *e) {
 }
 
 /* Appends the collected block (its length, info and compressed data) to e->out. */
-static int write_block(Encoder *e, const unsigned char *length_bytes, Py_ssize_t length_count,
-                       int last, double *max_weight, int *min_length, int *max_length) {
+static int write_block(Encoder *e, const LengthBytes *lengths, int last, Extremes *term) {
     Py_ssize_t n = e->count;
-    uint32_t block_max = 0;
-    int block_min_length = 255, block_max_length = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (e->freqs[i] > block_max) {
-            block_max = e->freqs[i];
-        }
-        int length = 0;
-        if (length_bytes != NULL) {
-            if (e->docs[i] >= length_count) {
-                PyErr_SetString(PyExc_ValueError, "a document has postings but no length byte");
-                return -1;
-            }
-            length = length_bytes[e->docs[i]];
-        }
-        if (length < block_min_length) {
-            block_min_length = length;
-        }
-        if (length > block_max_length) {
-            block_max_length = length;
-        }
-    }
-    if ((double)block_max > *max_weight) {
-        *max_weight = (double)block_max;
-    }
-    if (block_min_length < *min_length) {
-        *min_length = block_min_length;
-    }
-    if (block_max_length > *max_length) {
-        *max_length = block_max_length;
-    }
-    if (pickle_block(e) < 0) {
-        return -1;
-    }
-    /* Block info: (postings, last id, max weight, compression, min length, max length). */
-    unsigned char info_bytes[64];
-    Buffer info = {info_bytes, 0, sizeof info_bytes};
-    put_bytes(&info, "\x80\x02(", 3);
-    pickle_int(&info, (uint32_t)n);
-    pickle_int(&info, (uint32_t)e->docs[n - 1]);
-    pickle_float(&info, (double)block_max);
-    pickle_int(&info, (uint32_t)e->compressor.level);
-    pickle_int(&info, (uint32_t)block_min_length);
-    pickle_int(&info, (uint32_t)block_max_length);
-    put_bytes(&info, "tq\x00.", 4);
-
-    if (append_block(&e->out, &e->compressor, &e->pickled, &info, last) < 0) {
+    Extremes block;
+    if (block_extremes(e->docs, e->weights, n, lengths, &block, term) < 0 ||
+        pickle_block(e) < 0 ||
+        append_postings_block(&e->out, &e->compressor, &e->pickled, n, e->docs[n - 1], &block,
+                              last) < 0) {
         return -1;
     }
     e->count = 0;
@@ -428,7 +504,7 @@ static int write_block(Encoder *e, const unsigned char *length_bytes, Py_ssize_t
 
 static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
     (void)module;
-    Py_buffer ranks_view = {0}, docs_view = {0}, positions_view = {0}, lengths_view = {0};
+    Py_buffer ranks_view = {0}, docs_view = {0}, positions_view = {0};
     Py_buffer magic_view = {0};
     Py_ssize_t term_count, doc_count;
     PyObject *lengths_arg;
@@ -441,6 +517,7 @@ static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
         return NULL;
     }
     PyObject *result = NULL;
+    LengthBytes lengths = {0};
     Py_ssize_t *counts = NULL, *order = NULL;
     int32_t *last_new = NULL;     /* per document: the rank of its last new term */
     size_t *last_value_at = NULL; /* per document: (offset, size) of its value in `candidates` */
@@ -449,14 +526,8 @@ static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
     Buffer infos = {0}, post_docs = {0}, post_freqs = {0}, term_ends = {0};
     Buffer candidates = {0}, last_values = {0}, last_value_ends = {0};
 
-    const unsigned char *length_bytes = NULL;
-    Py_ssize_t length_count = 0;
-    if (lengths_arg != Py_None) {
-        if (PyObject_GetBuffer(lengths_arg, &lengths_view, PyBUF_SIMPLE) < 0) {
-            goto done;
-        }
-        length_bytes = lengths_view.buf;
-        length_count = lengths_view.len;
+    if (get_length_bytes(lengths_arg, &lengths) < 0) {
+        goto done;
     }
     Py_ssize_t tokens = ranks_view.len / 4;
     if (ranks_view.len % 4 || docs_view.len != ranks_view.len ||
@@ -520,13 +591,12 @@ static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
     Py_ssize_t term_start = 0;
     for (Py_ssize_t r = 0; r < term_count; r++) {
         Py_ssize_t term_end = counts[r];
-        size_t term_offset = e.out.len;
-        if (reserve(&e.out, magic_view.len) < 0) {
+        size_t term_offset;
+        if (start_term(&e.out, &magic_view, &term_offset) < 0) {
             goto done;
         }
-        put_bytes(&e.out, magic_view.buf, magic_view.len);
-        double total_weight = 0, max_weight = 0;
-        int min_length = 255, max_length = 0;
+        double total_weight = 0;
+        Extremes term = NO_POSTINGS;
         Py_ssize_t posting_count = 0;
         int32_t first_doc = docs[order[term_start]], last_doc = first_doc;
         for (Py_ssize_t i = term_start; i < term_end;) {
@@ -556,7 +626,7 @@ static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
                 put_bytes(&candidates, e.values.data + value_start, size);
             }
             e.docs[e.count] = doc;
-            e.freqs[e.count] = (uint32_t)freq;
+            e.weights[e.count] = (double)freq;
             e.value_ends[e.count] = e.values.len;
             e.count++;
             put_le32(&post_docs, (uint32_t)doc);
@@ -566,18 +636,17 @@ static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
             last_doc = doc;
             i = j;
             if (e.count == BLOCK_LIMIT || i == term_end) {
-                if (write_block(&e, length_bytes, length_count, i == term_end, &max_weight,
-                                &min_length, &max_length) < 0) {
+                if (write_block(&e, &lengths, i == term_end, &term) < 0) {
                     goto done;
                 }
             }
         }
-        put_term_info(&infos, total_weight, posting_count, min_length, max_length, max_weight,
-                      first_doc, last_doc, start_offset + (long long)term_offset,
-                      e.out.len - term_offset);
-        uint64_t end = post_docs.len / 4;
-        put_le32(&term_ends, (uint32_t)end);
-        put_le32(&term_ends, (uint32_t)(end >> 32));
+        if (put_term_info(&infos, total_weight, posting_count, term.min_length, term.max_length,
+                          term.max_weight, first_doc, last_doc,
+                          start_offset + (long long)term_offset, e.out.len - term_offset) < 0) {
+            goto done;
+        }
+        put_le64(&term_ends, post_docs.len / 4);
         term_start = term_end;
     }
     if (last_new != NULL) {
@@ -590,8 +659,7 @@ static PyObject *encode_positions_field(PyObject *module, PyObject *args) {
             put_bytes(&last_values, candidates.data + last_value_at[2 * d],
                       last_value_at[2 * d + 1]);
             uint64_t end = last_values.len;
-            put_le32(&last_value_ends, (uint32_t)end);
-            put_le32(&last_value_ends, (uint32_t)(end >> 32));
+            put_le64(&last_value_ends, end);
         }
     }
     result = Py_BuildValue("(y#y#y#y#y#y#y#)", DATA(e.out), (Py_ssize_t)e.out.len, DATA(infos),
@@ -617,9 +685,7 @@ done:
     PyBuffer_Release(&docs_view);
     PyBuffer_Release(&positions_view);
     PyBuffer_Release(&magic_view);
-    if (lengths_view.obj != NULL) {
-        PyBuffer_Release(&lengths_view);
-    }
+    release_length_bytes(&lengths);
     return result;
 }
 
@@ -627,33 +693,11 @@ done:
 static int write_plain_block(Buffer *out, const Compressor *c, Buffer *pickled, const int32_t *docs,
                              const double *weights, const unsigned char *values,
                              Py_ssize_t value_size, Py_ssize_t n, int has_values,
-                             const unsigned char *length_bytes, Py_ssize_t length_count,
-                             int last, double *max_weight, int *min_length,
-                             int *max_length) {
-    double block_max = weights[0];
-    int block_min_length = 255, block_max_length = 0, all_equal = 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (weights[i] > block_max) {
-            block_max = weights[i];
-        }
-        if (weights[i] != weights[0]) {
-            all_equal = 0;
-        }
-        int length = 0;
-        if (length_bytes != NULL) {
-            if (docs[i] >= length_count) {
-                PyErr_SetString(PyExc_ValueError, "a document has postings but no length byte");
-                return -1;
-            }
-            length = length_bytes[docs[i]];
-        }
-        block_min_length = length < block_min_length ? length : block_min_length;
-        block_max_length = length > block_max_length ? length : block_max_length;
+                             const LengthBytes *lengths, int last, Extremes *term) {
+    Extremes block;
+    if (block_extremes(docs, weights, n, lengths, &block, term) < 0) {
+        return -1;
     }
-    *max_weight = block_max > *max_weight ? block_max : *max_weight;
-    *min_length = block_min_length < *min_length ? block_min_length : *min_length;
-    *max_length = block_max_length > *max_length ? block_max_length : *max_length;
-
     Buffer *b = pickled;
     size_t values_size = has_values ? (size_t)(n * value_size) : 0;
     b->len = 0;
@@ -662,26 +706,7 @@ static int write_plain_block(Buffer *out, const Compressor *c, Buffer *pickled, 
     }
     uint32_t memo = 0;
     put_bytes(b, "\x80\x03", 2);
-    tuple_open(b, n);
-    int32_t previous = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        pickle_int(b, (uint32_t)(docs[i] - previous));
-        previous = docs[i];
-    }
-    tuple_close(b, n, &memo);
-    if (all_equal) {
-        if (weights[0] == 1.0) {
-            put1(b, 'N');
-        } else {
-            pickle_float(b, weights[0]);
-        }
-    } else {
-        tuple_open(b, n);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            pickle_float(b, weights[i]);
-        }
-        tuple_close(b, n, &memo);
-    }
+    pickle_ids_and_weights(b, docs, weights, n, &memo);
     if (has_values) {
         put_binbytes(b, values, values_size); /* the block's values joined as one bytes */
         memo_put(b, memo++);
@@ -691,24 +716,13 @@ static int write_plain_block(Buffer *out, const Compressor *c, Buffer *pickled, 
     put1(b, 0x87);
     memo_put(b, memo++);
     put1(b, '.');
-
-    unsigned char info_bytes[64];
-    Buffer info = {info_bytes, 0, sizeof info_bytes};
-    put_bytes(&info, "\x80\x02(", 3);
-    pickle_int(&info, (uint32_t)n);
-    pickle_int(&info, (uint32_t)docs[n - 1]);
-    pickle_float(&info, block_max);
-    pickle_int(&info, (uint32_t)c->level);
-    pickle_int(&info, (uint32_t)block_min_length);
-    pickle_int(&info, (uint32_t)block_max_length);
-    put_bytes(&info, "tq\x00.", 4);
-    return append_block(out, c, pickled, &info, last);
+    return append_postings_block(out, c, pickled, n, docs[n - 1], &block, last);
 }
 
 static PyObject *encode_plain_field(PyObject *module, PyObject *args) {
     (void)module;
     Py_buffer ranks_view = {0}, docs_view = {0}, weights_view = {0}, values_view = {0};
-    Py_buffer lengths_view = {0}, magic_view = {0};
+    Py_buffer magic_view = {0};
     Py_ssize_t term_count, doc_count, value_size;
     int has_values;
     PyObject *lengths_arg;
@@ -721,19 +735,14 @@ static PyObject *encode_plain_field(PyObject *module, PyObject *args) {
         return NULL;
     }
     PyObject *result = NULL;
+    LengthBytes lengths = {0};
     Py_ssize_t *counts = NULL, *order = NULL;
     int32_t *block_docs = NULL;
     double *block_weights = NULL;
     Buffer out = {0}, infos = {0}, pickled = {0}, block_values = {0};
     Buffer post_docs = {0}, post_weights = {0}, term_ends = {0};
-    const unsigned char *length_bytes = NULL;
-    Py_ssize_t length_count = 0;
-    if (lengths_arg != Py_None) {
-        if (PyObject_GetBuffer(lengths_arg, &lengths_view, PyBUF_SIMPLE) < 0) {
-            goto done;
-        }
-        length_bytes = lengths_view.buf;
-        length_count = lengths_view.len;
+    if (get_length_bytes(lengths_arg, &lengths) < 0) {
+        goto done;
     }
     Py_ssize_t tokens = ranks_view.len / 4;
     if (ranks_view.len % 4 || docs_view.len != ranks_view.len ||
@@ -768,16 +777,14 @@ static PyObject *encode_plain_field(PyObject *module, PyObject *args) {
     Py_ssize_t term_start = 0;
     for (Py_ssize_t r = 0; r < term_count; r++) {
         Py_ssize_t term_end = counts[r];
-        size_t term_offset = out.len;
-        if (reserve(&out, magic_view.len) < 0) {
+        size_t term_offset;
+        if (start_term(&out, &magic_view, &term_offset) < 0) {
             goto done;
         }
-        put_bytes(&out, magic_view.buf, magic_view.len);
-        double total_weight = 0, max_weight = 0;
-        int min_length = 255, max_length = 0;
+        double total_weight = 0;
+        Extremes term = NO_POSTINGS;
         for (Py_ssize_t begin = term_start; begin < term_end; begin += BLOCK_LIMIT) {
             Py_ssize_t n = term_end - begin < BLOCK_LIMIT ? term_end - begin : BLOCK_LIMIT;
-            double block_total = 0;
             block_values.len = 0;
             if (begin > term_start && docs[order[begin]] <= docs[order[begin - 1]]) {
                 PyErr_SetString(PyExc_ValueError, "a term has two postings in a document");
@@ -791,27 +798,26 @@ static PyObject *encode_plain_field(PyObject *module, PyObject *args) {
                 }
                 block_docs[i] = docs[t];
                 block_weights[i] = weights[t];
-                block_total += weights[t];
+                total_weight += weights[t]; /* posting by posting, as the Python writer adds */
                 if (has_values) {
                     put_bytes(&block_values, values + t * value_size, (size_t)value_size);
                 }
                 put_le32(&post_docs, (uint32_t)docs[t]);
                 put_bytes(&post_weights, &weights[t], 8);
             }
-            total_weight += block_total; /* as the Python writer sums: block by block */
             if (write_plain_block(&out, &compressor, &pickled, block_docs, block_weights,
-                                  block_values.data, value_size, n, has_values, length_bytes,
-                                  length_count, begin + n >= term_end, &max_weight,
-                                  &min_length, &max_length) < 0) {
+                                  block_values.data, value_size, n, has_values, &lengths,
+                                  begin + n >= term_end, &term) < 0) {
                 goto done;
             }
         }
-        put_term_info(&infos, total_weight, term_end - term_start, min_length, max_length,
-                      max_weight, docs[order[term_start]], docs[order[term_end - 1]],
-                      start_offset + (long long)term_offset, out.len - term_offset);
-        uint64_t end = post_docs.len / 4;
-        put_le32(&term_ends, (uint32_t)end);
-        put_le32(&term_ends, (uint32_t)(end >> 32));
+        if (put_term_info(&infos, total_weight, term_end - term_start, term.min_length,
+                          term.max_length, term.max_weight, docs[order[term_start]],
+                          docs[order[term_end - 1]], start_offset + (long long)term_offset,
+                          out.len - term_offset) < 0) {
+            goto done;
+        }
+        put_le64(&term_ends, post_docs.len / 4);
         term_start = term_end;
     }
     result = Py_BuildValue("(y#y#y#y#y#)", DATA(out), (Py_ssize_t)out.len, DATA(infos),
@@ -835,9 +841,7 @@ done:
     PyBuffer_Release(&weights_view);
     PyBuffer_Release(&values_view);
     PyBuffer_Release(&magic_view);
-    if (lengths_view.obj != NULL) {
-        PyBuffer_Release(&lengths_view);
-    }
+    release_length_bytes(&lengths);
     return result;
 }
 
@@ -872,6 +876,7 @@ static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t *counts = NULL, *order = NULL;
     Value *word_values = NULL;
+    int64_t *value_ends = NULL;
     Buffer out = {0}, infos = {0}, pickled = {0};
     Py_ssize_t tokens = ranks_view.len / 4;
     Py_ssize_t doc_count = ends_view.len / 8;
@@ -883,7 +888,7 @@ static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
     }
     const int32_t *ranks = ranks_view.buf, *docs = docs_view.buf;
     const unsigned char *values = values_view.buf;
-    int64_t *value_ends = PyMem_Malloc(((size_t)doc_count + 1) * sizeof *value_ends);
+    value_ends = PyMem_Malloc(((size_t)doc_count + 1) * sizeof *value_ends);
     if (value_ends == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -892,19 +897,16 @@ static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
     for (Py_ssize_t d = 0; d < doc_count; d++) {
         int64_t begin = d ? value_ends[d - 1] : 0;
         if (value_ends[d] < begin || value_ends[d] > values_view.len) {
-            PyMem_Free(value_ends);
             PyErr_SetString(PyExc_ValueError, "value ends must ascend within the values");
             goto done;
         }
     }
     if (check_compressor(&compressor) < 0 ||
         group_by_rank(ranks, docs, tokens, term_count, doc_count, &counts, &order) < 0) {
-        PyMem_Free(value_ends);
         goto done;
     }
     word_values = PyMem_Malloc(((size_t)tokens + 1) * sizeof *word_values);
     if (word_values == NULL || reserve(&infos, (size_t)term_count * TERM_INFO_SIZE) < 0) {
-        PyMem_Free(value_ends);
         if (word_values == NULL) {
             PyErr_NoMemory();
         }
@@ -926,12 +928,10 @@ static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
         }
         word_start = counts[r];
         qsort(word_values, (size_t)count, sizeof *word_values, compare_values);
-        size_t term_offset = out.len;
-        if (reserve(&out, magic_view.len) < 0) {
-            PyMem_Free(value_ends);
+        size_t term_offset;
+        if (start_term(&out, &magic_view, &term_offset) < 0) {
             goto done;
         }
-        put_bytes(&out, magic_view.buf, magic_view.len);
         for (Py_ssize_t begin = 0; begin < count; begin += BLOCK_LIMIT) {
             Py_ssize_t n = count - begin < BLOCK_LIMIT ? count - begin : BLOCK_LIMIT;
             size_t joined = 0;
@@ -941,8 +941,7 @@ static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
             /* (ids: n zeros, weights: None, values: the block's values joined as one bytes) */
             pickled.len = 0;
             if (reserve(&pickled, 64 + 2 * (size_t)n + joined) < 0) {
-                PyMem_Free(value_ends);
-                goto done;
+                    goto done;
             }
             uint32_t memo = 0;
             put_bytes(&pickled, "\x80\x03", 2);
@@ -975,20 +974,21 @@ static PyObject *encode_spelling_field(PyObject *module, PyObject *args) {
             pickle_int(&info, (uint32_t)compressor.level);
             put_bytes(&info, "K\x00K\x00tq\x00.", 8);
             if (append_block(&out, &compressor, &pickled, &info, begin + n >= count) < 0) {
-                PyMem_Free(value_ends);
-                goto done;
+                    goto done;
             }
         }
-        put_term_info(&infos, (double)count, count, 0, 0, 1.0, 0, 0,
-                      start_offset + (long long)term_offset, out.len - term_offset);
+        if (put_term_info(&infos, (double)count, count, 0, 0, 1.0, 0, 0,
+                          start_offset + (long long)term_offset, out.len - term_offset) < 0) {
+            goto done;
+        }
     }
-    PyMem_Free(value_ends);
     result = Py_BuildValue("(y#y#)", DATA(out), (Py_ssize_t)out.len, DATA(infos),
                            (Py_ssize_t)infos.len);
 done:
     PyMem_Free(counts);
     PyMem_Free(order);
     PyMem_Free(word_values);
+    PyMem_Free(value_ends);
     PyMem_Free(out.data);
     PyMem_Free(infos.data);
     PyMem_Free(pickled.data);
@@ -1114,7 +1114,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_w3postings",
-    "Whoosh W3 posting blocks of positions fields, encoded in C.", -1, methods,
+    "Whoosh W3 posting blocks and term index hash tables, encoded in C.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__w3postings(void) { return PyModule_Create(&module); }

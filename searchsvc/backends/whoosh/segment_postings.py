@@ -7,11 +7,12 @@ in zlib's format behind a pickled block-info tuple, and a `W3TermInfo` per term 
 the block tuples are pickled at a newer protocol (`BLOCK_PROTOCOL`), and compressed by ISA-L
 rather than zlib (`_COMPRESSION`); Whoosh reads both.
 Whoosh builds each block one posting at a time through several method calls; here a term's
-postings arrive as one list and each block is encoded with a few C-level calls. The positions
-and spelling fields, which hold most postings, are encoded by the C extension `_w3postings`
-when it was built (the build then runs about twice as fast), else by the Python code here;
-tests/test_native_postings.py holds the two to the same bytes. tests/test_fast_writer.py
-compares what Whoosh reads from these files with what it reads from its own writer's.
+postings arrive as one list and each block is encoded with a few C-level calls. Where the C
+extension `_w3postings` was built, it encodes every field (positions, spelling, ID, keyword and
+numeric fields) and the term index's hash tables, and the build runs about twice as fast; else
+the Python code here does; tests/test_native_postings.py holds the two to the same bytes.
+tests/test_fast_writer.py compares what Whoosh reads from these files with what it reads from
+its own writer's.
 """
 
 from __future__ import annotations
@@ -95,6 +96,11 @@ class DocValues(NamedTuple):
         ends = np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)))
         return cls(b"".join(values), ends.astype("<i8"))
 
+    @classmethod
+    def read(cls, joined: bytes, ends: bytes) -> DocValues:
+        """From a C encoder's output: the joined values and their ends (little-endian int64)."""
+        return cls(joined, np.frombuffer(ends, dtype="<i8"))
+
     def split(self) -> list[bytes]:
         starts = [0, *self.ends.tolist()]
         return [self.joined[a:b] for a, b in pairwise(starts)]
@@ -104,9 +110,27 @@ class FieldPostings(NamedTuple):
     """A written field's postings as flat arrays, term by term (for posting_arrays.py)."""
 
     docs: np.ndarray  # int32
-    weights: np.ndarray  # int32 frequencies
+    weights: np.ndarray  # frequencies (int32) of positions fields, float64 weights of others
     ends: np.ndarray  # int64: each term's end in `docs` and `weights`
     last_values: DocValues | None  # see SegmentPostingsWriter.add_positions_field
+
+    @classmethod
+    def read(
+        cls, docs: bytes, weights: bytes, weight_type: str, ends: bytes, last_values=None
+    ) -> FieldPostings:
+        """From a C encoder's output: little-endian int32 documents, `weight_type` weights and
+        int64 ends."""
+        return cls(
+            np.frombuffer(docs, dtype="<i4"),
+            np.frombuffer(weights, dtype=weight_type),
+            np.frombuffer(ends, dtype="<i8"),
+            last_values,
+        )
+
+
+def _int32(values) -> np.ndarray:
+    # The C encoders read their arrays' bytes as they are: give them the types they expect.
+    return np.ascontiguousarray(values, dtype=np.int32)
 
 
 def values_packing(fixed_value_size: int | None) -> str:
@@ -229,9 +253,9 @@ class SegmentPostingsWriter:
         prefix = _FIELD_ID.pack(field_id)
         if self._native:
             data, infos, docs, freqs, ends, values, value_ends = _w3postings.encode_positions_field(
-                tokens.ranks,
-                tokens.docs,
-                tokens.positions,
+                _int32(tokens.ranks),
+                _int32(tokens.docs),
+                _int32(tokens.positions),
                 len(terms),
                 doc_count,
                 length_bytes,
@@ -241,14 +265,9 @@ class SegmentPostingsWriter:
                 _COMPRESSION,
                 last_values,
             )
-            self._postings.write([data], len(data))
-            self._add_terms([prefix + term for term in terms], infos)
-            return FieldPostings(
-                np.frombuffer(docs, dtype="<i4"),
-                np.frombuffer(freqs, dtype="<i4"),
-                np.frombuffer(ends, dtype="<i8"),
-                DocValues(values, np.frombuffer(value_ends, dtype="<i8")) if last_values else None,
-            )
+            self._take_encoded(prefix, terms, data, infos)
+            last = DocValues.read(values, value_ends) if last_values else None
+            return FieldPostings.read(docs, freqs, "<i4", ends, last)
         postings, last_new = _postings_of_tokens(len(terms), tokens, doc_count)
         self._write_terms(prefix, zip(terms, postings, strict=True), VALUES_TUPLE, length_bytes)
         every = [posting for term_postings in postings for posting in term_postings]
@@ -278,9 +297,9 @@ class SegmentPostingsWriter:
             and all(len(value) == value_size for value in items.values)
         ):
             data, infos, docs, weights, ends = _w3postings.encode_plain_field(
-                items.ranks,
-                items.docs,
-                items.weights,
+                _int32(items.ranks),
+                _int32(items.docs),
+                np.ascontiguousarray(items.weights, dtype=np.float64),
                 b"".join(items.values) if packing == VALUES_JOINED else b"",
                 value_size,
                 packing == VALUES_JOINED,
@@ -292,14 +311,8 @@ class SegmentPostingsWriter:
                 _compress_block,
                 _COMPRESSION,
             )
-            self._postings.write([data], len(data))
-            self._add_terms([prefix + term for term in terms], infos)
-            return FieldPostings(
-                np.frombuffer(docs, dtype="<i4"),
-                np.frombuffer(weights, dtype="<f8"),
-                np.frombuffer(ends, dtype="<i8"),
-                None,
-            )
+            self._take_encoded(prefix, terms, data, infos)
+            return FieldPostings.read(docs, weights, "<f8", ends)
         postings: list[list[Posting]] = [[] for _ in terms]
         for rank, doc, weight, value in zip(
             items.ranks.tolist(),
@@ -331,18 +344,17 @@ class SegmentPostingsWriter:
             field_id = self._field_ids.setdefault(fieldname, len(self._field_ids))
             prefix = _FIELD_ID.pack(field_id)
             data, infos = _w3postings.encode_spelling_field(
-                tokens.ranks,
-                tokens.docs,
+                _int32(tokens.ranks),
+                _int32(tokens.docs),
                 len(words),
                 values.joined,
-                values.ends,
+                np.ascontiguousarray(values.ends, dtype="<i8"),
                 self._postings.position,
                 WHOOSH3_HEADER_MAGIC,
                 _compress_block,
                 _COMPRESSION,
             )
-            self._postings.write([data], len(data))
-            self._add_terms([prefix + word for word in words], infos)
+            self._take_encoded(prefix, words, data, infos)
             return
         documents: list[set[int]] = [set() for _ in words]
         for rank, doc in zip(tokens.ranks.tolist(), tokens.docs.tolist(), strict=True):
@@ -391,6 +403,13 @@ class SegmentPostingsWriter:
             )
         self._add_terms(keys, b"".join(term_infos))
 
+    def _take_encoded(
+        self, prefix: bytes, terms: Sequence[bytes], data: bytes, term_infos: bytes
+    ) -> None:
+        """Write what a C encoder made of a field: its posting blocks and its terms' records."""
+        self._postings.write([data], len(data))
+        self._add_terms([prefix + term for term in terms], term_infos)
+
     def _add_terms(self, keys: Sequence[bytes], term_infos: bytes) -> None:
         """Term index records (OrderedHashWriter.add's) of `keys`, in order, with their
         `_TERM_INFO_SIZE`-byte infos joined in `term_infos`."""
@@ -409,8 +428,8 @@ class SegmentPostingsWriter:
         self._terms.write(parts, int(ends[-1]))
 
     def _compress(self, data: bytes) -> bytes:
-        # Small blocks repeat (one document's single posting in several fields and terms), and
-        # each compression costs far more than its few bytes (a stream's tables are ~256 KiB).
+        # (The Python encoder's.) Small blocks repeat (one document's single posting in several
+        # fields and terms), and each call costs far more than compressing their few bytes.
         cache = self._compressed
         compressed = cache.get(data)
         if compressed is None:
@@ -435,7 +454,8 @@ class SegmentPostingsWriter:
             block_max_weight = float(max(weights))
             if block_max_weight > max_weight:
                 max_weight = block_max_weight
-            total_weight += sum(weights)
+            for weight in weights:  # as the C encoder adds (sum() compensates from 3.12)
+                total_weight += weight
             if length_bytes is None:
                 block_min_length = block_max_length = 0
             else:
@@ -542,9 +562,7 @@ class _TermIndexWriter(OrderedHashWriter):
         # OrderedHashWriter's `index`: a GrowableArray of the record positions, whose type grows
         # from "H" as far as its largest value needs.
         largest = self._positions[-1] if self._positions else 0
-        typecode = (
-            "H" if largest < 2**16 else "i" if largest < 2**31 else "I" if largest < 2**32 else "q"
-        )
+        typecode = next(code for code, end in _INDEX_TYPES if largest < end)
         self.index.array = array(typecode, self._positions)
         super()._write_extras()
 

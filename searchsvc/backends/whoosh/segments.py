@@ -10,8 +10,9 @@ posting blocks in one pass per field at the end (in C when the extension is buil
 segment_postings.py); other fields keep the items of their own `index()` per document, turned
 into arrays the same way. Stored fields, field lengths and columns go to Whoosh's own
 per-document writer, in bulk at the end (document_columns.py). The result is the segment Whoosh
-would write for the same documents, but for the pickle protocol of its posting blocks
-(tests/test_fast_writer.py).
+would write for the same documents, but for how posting blocks are pickled and compressed and
+stored fields compressed (segment_postings.py, document_columns.py), which Whoosh reads as its
+own (tests/test_fast_writer.py).
 """
 
 from __future__ import annotations
