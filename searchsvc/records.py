@@ -109,14 +109,16 @@ class Record:
 def _clean_values(values: Iterable[str], name: str) -> tuple[str, ...]:
     if isinstance(values, str):
         raise ValueError(f"record field {name!r} must be a list, not a string")
-    cleaned: list[str] = []
+    # A dict keeps first-seen order and tests membership in constant time: collaboration papers
+    # list thousands of authors, and a list's `in` made reading one such record cost 25 ms.
+    cleaned: dict[str, None] = {}
     for value in values:
         if not isinstance(value, str):
             raise ValueError(f"record field {name!r} must hold strings")
         # Commas separate facet values in the index, so they cannot live inside one value.
         value = normalise_space(value.replace(",", " "))
-        if value and value not in cleaned:
-            cleaned.append(value)
+        if value:
+            cleaned[value] = None
     return tuple(cleaned)
 
 

@@ -47,6 +47,12 @@ def test_lists_are_cleaned_deduplicated_and_comma_free():
     assert record.primary_category is None
 
 
+def test_a_collaboration_sized_author_list_keeps_first_seen_order():
+    names = [f"Author {n}" for n in range(3000)]
+    record = Record(id="x", title="T", authors=names + names[::-1] + [" Author  7 "])
+    assert record.authors == tuple(names)
+
+
 def test_to_dict_and_from_dict_round_trip():
     data = PAPER.to_dict()
     assert data["authors"] == ["Ada Lovelace"] and data["categories"] == ["cs.LG"]
