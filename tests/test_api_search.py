@@ -77,6 +77,15 @@ def test_repeated_filters_are_or_within_a_facet_and_and_across(client):
     assert {hit["year"] for hit in body["hits"]} == {2021, 2022}
 
 
+def test_a_parameter_given_twice_counts_once_unless_repeatable(client):
+    # The first of a non-repeatable parameter, every value of a repeatable one, and unknown
+    # parameters ignored: as webargs reads a query string.
+    query = search(client, [("q", "lovelace"), ("q", "zzz"), ("per_page", "2"), ("per_page", "5")])
+    assert query["query"]["q"] == "lovelace" and query["total"] == 1 and query["per_page"] == 2
+    query = search(client, [("author", "Aditya Akella"), ("author", "Ada Lovelace"), ("x", "1")])
+    assert query["query"]["author"] == ["Aditya Akella", "Ada Lovelace"]
+
+
 def test_year_range_filters(client):
     body = search(client, {"year_from": 2021, "year_to": 2022})
     assert sorted(hit["year"] for hit in body["hits"]) == [2021, 2022]

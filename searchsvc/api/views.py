@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flask import Response, g, jsonify
+from flask import Request, Response, g, jsonify
 from flask_smorest import Blueprint
+from marshmallow import Schema
 from webargs.flaskparser import FlaskParser
 
 from searchsvc.api import arguments, http, schemas
@@ -23,6 +24,17 @@ from searchsvc.service import get_service
 class QueryParser(FlaskParser):
     # A bad parameter is a bad request (400), not webargs' default 422.
     DEFAULT_VALIDATION_STATUS = 400
+
+    def load_querystring(self, req: Request, schema: Schema) -> dict[str, Any]:
+        """The parameters present, each as webargs' proxy gives it (a list when repeatable).
+
+        marshmallow asks the proxy for every field of the schema, and each one absent from the
+        query string made Werkzeug raise and catch a KeyError: a dozen per search, about a
+        tenth of the app's own time on a search. A plain dict of the parameters present answers
+        the same without them.
+        """
+        proxy = self._makeproxy(req.args, schema)
+        return {key: proxy[key] for key in req.args}
 
 
 class ApiBlueprint(Blueprint):
