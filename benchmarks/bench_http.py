@@ -14,12 +14,16 @@ over the index, drives it with wrk (Debian: `apt-get install wrk`) at 1, 8 and 3
 connections (kept alive if the worker class does) with a Lua script cycling through a seeded
 query set (facets + highlights, gzip accepted), and prints throughput, p50/p99 latency and the
 workers' CPU time per request next to the in-process figures of the same queries
-(SearchService.search with the same facets and highlights, one thread, measured before and
-after the HTTP runs so that both see the same machine). The HTTP overhead per request is given
-three ways: p50 over HTTP with one client minus p50 in-process; the workers' CPU time per
-request minus the in-process CPU time per query (the steadier figure on a shared machine); and
-within each request, from its Server-Timing header (client latency minus the engine's time).
-Every worker is warmed up on the whole query set first, as the in-process pass is.
+(SearchService.search with the same facets and highlights, one thread).
+
+The HTTP overhead per request is p50 over HTTP with one client minus p50 in-process. On a shared
+machine whole-request times drift by more than the overhead within a minute, so the two are
+measured in alternation: `--pairs` rounds, each an in-process pass over the query set and then
+wrk with one connection; the overhead is the median of the rounds' differences, and the 1-client
+row gives the medians of the rounds' figures. Two steadier splits follow: the workers' CPU time
+per request minus the in-process CPU time per query, and, within each request, its
+Server-Timing header (client latency minus the engine's time). Every worker is warmed up on the
+whole query set first, as the in-process pass is.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import shlex
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -86,16 +91,11 @@ def search_path(text: str) -> str:
     return "/api/v1/search?" + urlencode(params)
 
 
-def in_process(index_dir: Path, texts: list[str], rounds: int) -> list[tuple[float, float]]:
-    """(wall, CPU) milliseconds per query of SearchService.search, after one warm-up pass."""
-    with SearchService.open(index_dir) as service:
-        for text in texts:
-            service.search(text, facets=FACETS, highlight=True)
-        return [
-            timed(lambda t=text: service.search(t, facets=FACETS, highlight=True))[:2]
-            for _ in range(rounds)
-            for text in texts
-        ]
+def in_process(service: SearchService, texts: list[str]) -> list[tuple[float, float]]:
+    """(wall, CPU) milliseconds per query of SearchService.search, one pass over `texts`."""
+    return [
+        timed(lambda t=text: service.search(t, facets=FACETS, highlight=True))[:2] for text in texts
+    ]
 
 
 def overhead_samples(port: int, texts: list[str], rounds: int, gzip_ok: bool) -> list[dict]:
@@ -213,9 +213,13 @@ def main(argv: list[str] | None = None) -> None:
         help="the index to serve, read-only (default: $SEARCHSVC_INDEX_DIR, else index/)",
     )
     parser.add_argument("--queries", type=int, default=100, help="query set size")
-    parser.add_argument("--rounds", type=int, default=3, help="in-process passes")
+    parser.add_argument(
+        "--pairs", type=int, default=6, help="rounds of in-process pass + 1-client wrk run"
+    )
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per wrk run")
-    parser.add_argument("--concurrency", default="1,8,32", help="comma list of clients")
+    parser.add_argument(
+        "--concurrency", default="8,32", help="comma list of clients beyond the 1 of the pairs"
+    )
     parser.add_argument("--no-gzip", action="store_true", help="do not send Accept-Encoding")
     parser.add_argument(
         "--gunicorn-args",
@@ -225,14 +229,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
+    if args.pairs < 1:
+        raise SystemExit("--pairs must be at least 1")
 
-    with SearchService.open(args.index_dir) as service:
-        records = list(service.records())
+    service = SearchService.open(args.index_dir)
+    records = list(service.records())
     texts = [query.text for query in make_queries(records, args.queries)]
-    loads = [load_average()]
-    log(f"{len(records)} records, {len(texts)} queries; in-process pass (load {loads[0]})...")
-    local = in_process(args.index_dir, texts, args.rounds)
-    local_wall = [wall for wall, _ in local]
+    log(f"{len(records)} records, {len(texts)} queries; in-process warm-up pass...")
+    local = in_process(service, texts)  # warm-up, not counted
+    mean_ms = sum(wall for wall, _ in local) / len(local)
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-http-"))
     headers = "" if args.no_gzip else 'wrk.headers["Accept-Encoding"] = "gzip"'
@@ -244,6 +249,8 @@ def main(argv: list[str] | None = None) -> None:
     server = start_gunicorn(args.index_dir, port, workdir / "gunicorn.log", extra_args)
     url = f"http://127.0.0.1:{port}"
     workers = int(os.environ.get("SEARCHSVC_WORKERS") or len(os.sched_getaffinity(0)))
+    local = []
+    pairs = []  # (in-process p50, wrk result) per round
     rows = []
     try:
         # The engine caches per process (posting lists among others) and the in-process
@@ -251,29 +258,36 @@ def main(argv: list[str] | None = None) -> None:
         # the timed runs. Which worker answers a request is chance: the time of eight passes of
         # the query set one at a time (more passes with several workers) leaves a (worker,
         # query) pair unseen with odds under 1 in 2**8 with two workers.
-        mean_ms = sum(local_wall) / len(local_wall)
         warm_up = max(5.0, WARM_UP_PASSES * len(texts) * mean_ms / 1000)
         log(f"warm-up: {4 * workers} connections for {warm_up:.0f} s...")
         run_wrk(url, script, 4 * workers, warm_up)
-        for clients in (int(c) for c in args.concurrency.split(",")):
+        seconds = max(2.0, args.duration / 2)
+        log(f"{args.pairs} rounds: an in-process pass, then 1 connection for {seconds:g} s...")
+        for _ in range(args.pairs):
+            round_local = in_process(service, texts)
+            local += round_local
+            cpu_before = workers_cpu_seconds(server.pid)
+            result = run_wrk(url, script, 1, seconds)
+            result["cpu_ms"] = (workers_cpu_seconds(server.pid) - cpu_before) * 1000
+            pairs.append((percentile([wall for wall, _ in round_local], 50), result))
+        rows.append((1, _one_client_summary([result for _, result in pairs]), load_average()))
+        for clients in (int(c) for c in args.concurrency.split(",") if c.strip()):
             log(f"wrk with {clients} connections for {args.duration:g} s...")
             cpu_before = workers_cpu_seconds(server.pid)
             result = run_wrk(url, script, clients, args.duration)
             result["cpu_ms"] = (workers_cpu_seconds(server.pid) - cpu_before) * 1000
             rows.append((clients, result, load_average()))
         log("sequential requests, split by Server-Timing...")
-        samples = overhead_samples(port, texts, args.rounds, not args.no_gzip)
+        samples = overhead_samples(port, texts, 3, not args.no_gzip)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
         shutil.rmtree(workdir, ignore_errors=True)
-    log("in-process pass again...")
-    local += in_process(args.index_dir, texts, args.rounds)
-    loads.append(load_average())
+        service.close()
 
     local_wall = [wall for wall, _ in local]
     local_cpu = sum(cpu for _, cpu in local) / len(local)
-    local_p50 = percentile(local_wall, 50)
+    local_p50 = statistics.median(p50 for p50, _ in pairs)
     table = [
         (
             "in-process, 1 thread",
@@ -282,7 +296,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{percentile(local_wall, 99):.2f}",
             f"{local_cpu:.2f}",
             "-",
-            f"{loads[0]} / {loads[1]}",
+            "-",
         )
     ]
     for clients, result, load in rows:
@@ -304,13 +318,20 @@ def main(argv: list[str] | None = None) -> None:
     )
     headers = ("", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "errors", "loadavg")
     print(format_table(headers, table))
-    print("\n(CPU ms/req: the workers' CPU time per answered request; in-process: per query.)")
-    single = next((result for clients, result, _ in rows if clients == 1), None)
-    if single is not None:
-        overhead = single["p50_us"] / 1000 - local_p50
-        print(f"\nHTTP overhead per request (p50 HTTP 1 client - in-process): {overhead:.2f} ms")
-        cpu_overhead = single["cpu_ms"] / max(single["requests"], 1) - local_cpu
-        print(f"CPU overhead per request (worker CPU - in-process CPU): {cpu_overhead:.2f} ms")
+    print(
+        f"\n(in-process and 1 client: medians of {args.pairs} alternating rounds' p50 and p99;"
+        " CPU ms/req: the workers' CPU time per answered request, in-process: per query.)"
+    )
+    differences = [result["p50_us"] / 1000 - p50 for p50, result in pairs]
+    print(
+        f"\nHTTP overhead per request (p50 HTTP 1 client - p50 in-process, median of"
+        f" {len(pairs)} rounds): {statistics.median(differences):.2f} ms"
+    )
+    rounds = ", ".join(f"{result['p50_us'] / 1000:.2f}-{p50:.2f}" for p50, result in pairs)
+    print(f"  rounds in order, HTTP p50 - in-process p50: {rounds}")
+    single = rows[0][1]
+    cpu_overhead = single["cpu_ms"] / max(single["requests"], 1) - local_cpu
+    print(f"CPU overhead per request (worker CPU - in-process CPU): {cpu_overhead:.2f} ms")
     split = [
         ("client latency - engine time (the HTTP overhead)", "client", "search"),
         ("  of which in the app (parse, JSON, gzip, headers)", "app", "search"),
@@ -329,6 +350,18 @@ def main(argv: list[str] | None = None) -> None:
     )
     split_rows.append(("engine time in-process (for comparison)", *_p50_p90(local_wall)))
     print(format_table(("", "p50 ms", "p90 ms"), split_rows))
+
+
+def _one_client_summary(results: list[dict]) -> dict:
+    """The 1-client rounds as one row: summed counts, the medians of the rounds' percentiles."""
+    return {
+        "requests": sum(result["requests"] for result in results),
+        "duration_us": sum(result["duration_us"] for result in results),
+        "p50_us": statistics.median(result["p50_us"] for result in results),
+        "p99_us": statistics.median(result["p99_us"] for result in results),
+        "errors": sum(result["errors"] for result in results),
+        "cpu_ms": sum(result["cpu_ms"] for result in results),
+    }
 
 
 def _p50_p90(values: list[float]) -> tuple[str, str]:

@@ -31,11 +31,12 @@ def _usable_cpus() -> int:
 workers = _int_from_env("SEARCHSVC_WORKERS", _usable_cpus())
 threads = _int_from_env("SEARCHSVC_THREADS", 1)
 # sync workers close the connection after each response, so a client pays a TCP connect per
-# request. gthread workers keep connections alive and cut the HTTP overhead of a search by
-# 0.3-0.5 ms (paired, interleaved requests to both kinds, arXiv-2025 index), but they pin a
-# client to the worker that accepted it: at 32 clients on 2 workers p99 was 1.4-2.0 s against
-# 0.8-1.4 s for sync workers, which share one queue, the listen backlog. And a gthread worker is
-# not restarted when a request runs past `timeout`. Try it: `--worker-class gthread`.
+# request. gthread workers keep connections alive, but they pin a client to the worker that
+# accepted it and poll in a thread pool: on the arXiv-2025 index (benchmarks/bench_http.py, 2
+# workers) they were no faster with one client and at 32 clients answered 115 searches/s with a
+# p99 of 0.41 s, where sync workers, which share one queue (the listen backlog), answered
+# 196-264/s with a p99 of 0.16-0.21 s. And a gthread worker is not restarted when a request runs
+# past `timeout`. Try it: `--worker-class gthread`.
 worker_class = "sync"
 timeout = _int_from_env("SEARCHSVC_TIMEOUT", 30)
 graceful_timeout = 30
