@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -51,10 +53,9 @@ def wait_until(condition, seconds: float = 15.0, interval: float = 0.1):
         time.sleep(interval)
 
 
-@pytest.fixture(scope="session")
-def live_server(tmp_path_factory) -> Iterator[LiveServer]:
+@contextmanager
+def gunicorn(root: Path, *extra_args: str) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
     """gunicorn with gunicorn_conf.py and two workers, serving a temp index of the fixtures."""
-    root = tmp_path_factory.mktemp("live")
     index_dir = build_index(root / "index").root
     port = free_port()
     log = root / "gunicorn.log"
@@ -64,7 +65,7 @@ def live_server(tmp_path_factory) -> Iterator[LiveServer]:
         "SEARCHSVC_WORKERS": "2",
         "PROMETHEUS_MULTIPROC_DIR": str(root / "metrics"),
     }
-    command = [str(GUNICORN), "--config", "searchsvc/gunicorn_conf.py"]
+    command = [str(GUNICORN), "--config", "searchsvc/gunicorn_conf.py", *extra_args]
     command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
     with open(log, "wb") as output:
         process = subprocess.Popen(
@@ -74,14 +75,21 @@ def live_server(tmp_path_factory) -> Iterator[LiveServer]:
     try:
         up = wait_until(lambda: requests.get(f"{server.base_url}/readyz", timeout=2).ok)
         assert up, log.read_text()
-        yield server
+        yield server, process
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory) -> Iterator[LiveServer]:
+    with gunicorn(tmp_path_factory.mktemp("live")) as (server, _):
+        yield server
 
 
 def test_gunicorn_serves_search_over_http(live_server):
@@ -118,11 +126,14 @@ def test_workers_pick_up_an_index_rebuilt_while_running(live_server):
     build_index(live_server.index_dir, (*FIXTURE_RECORDS, NEW_RECORD))
 
     def every_worker_sees_it() -> bool:
-        # Several requests in a row: they land on both workers.
-        return all(
-            requests.get(url, params={"q": "zeppelin"}, timeout=5).json()["total"] == 1
-            for _ in range(6)
-        )
+        # Concurrent requests: while one worker answers, the other takes the next connection.
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(
+                pool.map(
+                    lambda _: requests.get(url, params={"q": "zeppelin"}, timeout=5), range(12)
+                )
+            )
+        return all(answer.json()["total"] == 1 for answer in answers)
 
     assert wait_until(every_worker_sees_it, seconds=10)
     after = requests.get(url, params={"q": "zeppelin"}, timeout=5)
@@ -148,3 +159,26 @@ def test_metrics_add_up_the_requests_of_every_worker(live_server):
 def test_access_log_records_requests_with_their_duration(live_server):
     requests.get(f"{live_server.base_url}/api/v1/stats", timeout=5)
     assert wait_until(lambda: "GET /api/v1/stats" in live_server.log.read_text(), seconds=5)
+
+
+@pytest.fixture
+def own_server(tmp_path) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
+    """A server for one test, which may stop it."""
+    with gunicorn(tmp_path) as started:
+        yield started
+
+
+def test_every_access_line_is_written_by_the_time_the_server_stops(own_server):
+    # The worker writes a request's access line after accepting the next connection.
+    server, process = own_server
+    for n in range(70):  # more lines than a worker holds back at once
+        missing = requests.get(f"{server.base_url}/api/v1/records/no-such-{n}", timeout=5)
+        assert missing.status_code == 404
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: requests.get(f"{server.base_url}/healthz", timeout=5), range(8)))
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=15) == 0
+    lines = server.log.read_text().splitlines()
+    unlogged = [n for n in range(70) if not any(f"/no-such-{n} " in line for line in lines)]
+    assert unlogged == []
+    assert sum('"GET /healthz HTTP/1.1" 200' in line for line in lines) == 8

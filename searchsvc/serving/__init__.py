@@ -1,0 +1,1 @@
+"""gunicorn parts of the deployment: the worker class that gunicorn_conf.py names."""
