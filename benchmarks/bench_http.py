@@ -18,12 +18,14 @@ workers' CPU time per request next to the in-process figures of the same queries
 
 The HTTP overhead per request is p50 over HTTP with one client minus p50 in-process. On a shared
 machine whole-request times drift by more than the overhead within a minute, so the two are
-measured in alternation: `--pairs` rounds, each an in-process pass over the query set and then
-wrk with one connection; the overhead is the median of the rounds' differences, and the 1-client
-row gives the medians of the rounds' figures. Two steadier splits follow: the workers' CPU time
-per request minus the in-process CPU time per query, and, within each request, its
-Server-Timing header (client latency minus the engine's time). Every worker is warmed up on the
-whole query set first, as the in-process pass is.
+measured in alternation: `--pairs` rounds, each whole in-process passes over the query set for
+half of `--duration` and then wrk with one connection for as long; the overhead is the median of
+the rounds' differences, and the 1-client row gives the medians of the rounds' figures. Then
+splits: the workers' CPU time per request minus the in-process CPU time per query; the
+platform's part, from the same gunicorn settings serving benchmarks/spin_app.py, an app that
+only spins for the in-process p50 and answers as many bytes as a search; and, within each
+request, its Server-Timing header (client latency minus the engine's time). Every worker is
+warmed up on the whole query set first, as the in-process side is.
 """
 
 from __future__ import annotations
@@ -98,6 +100,19 @@ def in_process(service: SearchService, texts: list[str]) -> list[tuple[float, fl
     ]
 
 
+def in_process_for(
+    service: SearchService, texts: list[str], seconds: float
+) -> list[tuple[float, float]]:
+    """Whole passes over `texts` until `seconds` have gone by: as long as the wrk run it pairs
+    with, so each side's p50 rests on as many queries, taken over as long a stretch of the
+    machine's drift (a single pass took under a second, and its p50 swung with that second)."""
+    samples = []
+    deadline = time.perf_counter() + seconds
+    while not samples or time.perf_counter() < deadline:
+        samples += in_process(service, texts)
+    return samples
+
+
 def overhead_samples(port: int, texts: list[str], rounds: int, gzip_ok: bool) -> list[dict]:
     """Sequential requests on one keep-alive connection, each split by its Server-Timing header.
 
@@ -115,6 +130,7 @@ def overhead_samples(port: int, texts: list[str], rounds: int, gzip_ok: bool) ->
             response = connection.getresponse()
             body = response.read()
             client_ms = (time.perf_counter() - started) * 1000
+            wire_bytes = len(body)
             if response.getheader("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
             json.loads(body)
@@ -129,6 +145,7 @@ def overhead_samples(port: int, texts: list[str], rounds: int, gzip_ok: bool) ->
                     "client": client_ms,
                     "app": float(timing["app"]),
                     "search": float(timing["search"]),
+                    "bytes": wire_bytes,
                 }
             )
     connection.close()
@@ -164,12 +181,17 @@ def free_port() -> int:
 
 
 def start_gunicorn(
-    index_dir: Path, port: int, log_path: Path, extra_args: list[str]
+    index_dir: Path,
+    port: int,
+    log_path: Path,
+    extra_args: list[str],
+    app: str = "wsgi:app",
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.Popen:
-    env = {**os.environ, "SEARCHSVC_INDEX_DIR": str(index_dir)}
+    env = {**os.environ, "SEARCHSVC_INDEX_DIR": str(index_dir), **(extra_env or {})}
     gunicorn = Path(sys.executable).with_name("gunicorn")
     command = [str(gunicorn), "--config", "searchsvc/gunicorn_conf.py", *extra_args]
-    command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
+    command += ["--bind", f"127.0.0.1:{port}", app]
     with open(log_path, "wb") as output:
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
@@ -183,6 +205,30 @@ def start_gunicorn(
             time.sleep(0.2)
     process.kill()
     raise SystemExit(f"gunicorn did not get ready; see {log_path}")
+
+
+def platform_floor(
+    workdir: Path, extra_args: list[str], spin_ms: float, body_bytes: int, seconds: float
+) -> dict[float, float]:
+    """1-client p50 (ms) of gunicorn, with the service's settings, serving benchmarks.spin_app:
+    answering at once, and after spinning `spin_ms`, with answers of `body_bytes`."""
+    script = workdir / "spin.lua"
+    script.write_text(LUA % {"paths": '"/"', "headers": ""})
+    p50s = {}
+    for spin in (0.0, spin_ms):
+        port = free_port()
+        env = {"BENCH_SPIN_MS": f"{spin:.3f}", "BENCH_SPIN_BYTES": str(body_bytes)}
+        server = start_gunicorn(
+            Path("."), port, workdir / "spin.log", extra_args, "benchmarks.spin_app:app", env
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            run_wrk(url, script, 1, 1)
+            p50s[spin] = run_wrk(url, script, 1, seconds)["p50_us"] / 1000
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+    return p50s
 
 
 def run_wrk(url: str, script: Path, connections: int, seconds: float) -> dict:
@@ -214,9 +260,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--queries", type=int, default=100, help="query set size")
     parser.add_argument(
-        "--pairs", type=int, default=6, help="rounds of in-process pass + 1-client wrk run"
+        "--pairs", type=int, default=6, help="rounds of in-process queries + 1-client wrk run"
     )
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds per wrk run")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=10.0,
+        help="seconds per wrk run; a round of the pairs runs half in-process, half over HTTP",
+    )
     parser.add_argument(
         "--concurrency", default="8,32", help="comma list of clients beyond the 1 of the pairs"
     )
@@ -263,9 +314,9 @@ def main(argv: list[str] | None = None) -> None:
         log(f"warm-up: {4 * workers} connections for {warm_up:.0f} s...")
         run_wrk(url, script, 4 * workers, warm_up)
         seconds = max(2.0, args.duration / 2)
-        log(f"{args.pairs} rounds: an in-process pass, then 1 connection for {seconds:g} s...")
+        log(f"{args.pairs} rounds: {seconds:g} s in-process, then 1 connection as long...")
         for _ in range(args.pairs):
-            round_local = in_process(service, texts)
+            round_local = in_process_for(service, texts, seconds)
             local += round_local
             cpu_before = workers_cpu_seconds(server.pid)
             result = run_wrk(url, script, 1, seconds)
@@ -282,6 +333,12 @@ def main(argv: list[str] | None = None) -> None:
             rows.append((clients, result, load_average()))
         log("sequential requests, split by Server-Timing...")
         samples = overhead_samples(port, texts, 3, not args.no_gzip)
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+        local_p50 = statistics.median(p50 for p50, _ in pairs)
+        body_bytes = round(statistics.median(sample["bytes"] for sample in samples))
+        log(f"the platform's part: an app that only spins {local_p50:.2f} ms...")
+        floor = platform_floor(workdir, extra_args, local_p50, body_bytes, seconds)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
@@ -290,7 +347,6 @@ def main(argv: list[str] | None = None) -> None:
 
     local_wall = [wall for wall, _ in local]
     local_cpu = sum(cpu for _, cpu in local) / len(local)
-    local_p50 = statistics.median(p50 for p50, _ in pairs)
     table = [
         (
             "in-process, 1 thread",
@@ -335,6 +391,12 @@ def main(argv: list[str] | None = None) -> None:
     single = rows[0][1]
     cpu_overhead = single["cpu_ms"] / max(single["requests"], 1) - local_cpu
     print(f"CPU overhead per request (worker CPU - in-process CPU): {cpu_overhead:.2f} ms")
+    print(
+        f"The platform's part: gunicorn as above serving benchmarks/spin_app.py ({body_bytes:,}"
+        f"-byte answers), 1 client: p50 {floor[0.0]:.2f} ms answering at once, p50 - spin"
+        f" {floor[local_p50] - local_p50:.2f} ms spinning {local_p50:.2f} ms (the in-process"
+        " p50) first; the rest of the HTTP overhead is the service's app."
+    )
     split = [
         ("client latency - engine time (the HTTP overhead)", "client", "search"),
         ("  of which in the app (parse, JSON, gzip, headers)", "app", "search"),
