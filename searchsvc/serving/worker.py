@@ -4,8 +4,9 @@ gunicorn's sync worker writes a request's access line after the answer and befor
 the next connection: about 0.1 ms of formatting and writing. Every waiting worker is woken for
 a new connection and the first to accept it wins, so a client that connects again as soon as
 it has its answer is then often taken by another worker. That worker has sat idle for a whole
-request and starts with cold CPU caches, which showed on the arXiv-2025 index as one client's
-searches taking longer over two workers than over one (benchmarks/README.md, bench_http).
+request and starts with cold CPU caches: on the arXiv-2025 index one client's searches took
+0.56 ms longer at p50 with gunicorn's sync worker than with this one (benchmarks/README.md,
+bench_http).
 
 This worker holds the line back until it has accepted its next connection, or until it has had
 none for a second, and writes it then. Lines keep their order and their content, except that a
