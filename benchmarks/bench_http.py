@@ -207,14 +207,19 @@ def start_gunicorn(
     raise SystemExit(f"gunicorn did not get ready; see {log_path}")
 
 
+def stop_gunicorn(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)  # nothing happens once it has exited
+    process.wait(timeout=30)
+
+
 def platform_floor(
     workdir: Path, extra_args: list[str], spin_ms: float, body_bytes: int, seconds: float
-) -> dict[float, float]:
+) -> tuple[float, float]:
     """1-client p50 (ms) of gunicorn, with the service's settings, serving benchmarks.spin_app:
     answering at once, and after spinning `spin_ms`, with answers of `body_bytes`."""
     script = workdir / "spin.lua"
     script.write_text(LUA % {"paths": '"/"', "headers": ""})
-    p50s = {}
+    p50s = []
     for spin in (0.0, spin_ms):
         port = free_port()
         env = {"BENCH_SPIN_MS": f"{spin:.3f}", "BENCH_SPIN_BYTES": str(body_bytes)}
@@ -224,11 +229,11 @@ def platform_floor(
         try:
             url = f"http://127.0.0.1:{port}"
             run_wrk(url, script, 1, 1)
-            p50s[spin] = run_wrk(url, script, 1, seconds)["p50_us"] / 1000
+            p50s.append(run_wrk(url, script, 1, seconds)["p50_us"] / 1000)
         finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=30)
-    return p50s
+            stop_gunicorn(server)
+    at_once, after_spin = p50s
+    return at_once, after_spin
 
 
 def run_wrk(url: str, script: Path, connections: int, seconds: float) -> dict:
@@ -333,15 +338,13 @@ def main(argv: list[str] | None = None) -> None:
             rows.append((clients, result, load_average()))
         log("sequential requests, split by Server-Timing...")
         samples = overhead_samples(port, texts, 3, not args.no_gzip)
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
+        stop_gunicorn(server)  # before the platform's part, which starts its own
         local_p50 = statistics.median(p50 for p50, _ in pairs)
         body_bytes = round(statistics.median(sample["bytes"] for sample in samples))
         log(f"the platform's part: an app that only spins {local_p50:.2f} ms...")
-        floor = platform_floor(workdir, extra_args, local_p50, body_bytes, seconds)
+        at_once, after_spin = platform_floor(workdir, extra_args, local_p50, body_bytes, seconds)
     finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
+        stop_gunicorn(server)
         shutil.rmtree(workdir, ignore_errors=True)
         service.close()
 
@@ -393,8 +396,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"CPU overhead per request (worker CPU - in-process CPU): {cpu_overhead:.2f} ms")
     print(
         f"The platform's part: gunicorn as above serving benchmarks/spin_app.py ({body_bytes:,}"
-        f"-byte answers), 1 client: p50 {floor[0.0]:.2f} ms answering at once, p50 - spin"
-        f" {floor[local_p50] - local_p50:.2f} ms spinning {local_p50:.2f} ms (the in-process"
+        f"-byte answers), 1 client: p50 {at_once:.2f} ms answering at once, p50 - spin"
+        f" {after_spin - local_p50:.2f} ms spinning {local_p50:.2f} ms (the in-process"
         " p50) first; the rest of the HTTP overhead is the service's app."
     )
     split = [
