@@ -25,9 +25,9 @@ WORKDIR /app
 # Dependencies and package first: this layer is rebuilt only when they change.
 COPY --from=build /wheels /wheels
 RUN pip install /wheels/*.whl && rm -rf /wheels
-# The config file alone: a copy of the package here would shadow the installed one (which
-# has the compiled extension) for processes started in /app.
-COPY searchsvc/gunicorn_conf.py ./searchsvc/
+# The WSGI entry point alone: gunicorn's config is the installed package's
+# (searchsvc.serving.gunicorn_conf), and a copy of the package here would shadow the installed one
+# (which has the compiled extension) for processes started in /app.
 COPY wsgi.py ./
 COPY seeds ./seeds
 
@@ -44,4 +44,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
 
 # The same commands as `make index` and `make run` (tests/test_deploy_files.py checks this).
 # Indexer: searchsvc index seeds/ --index-dir /data/index
-CMD ["gunicorn", "--config", "searchsvc/gunicorn_conf.py", "--bind", "0.0.0.0:8000", "wsgi:app"]
+CMD ["gunicorn", "--config", "python:searchsvc.serving.gunicorn_conf", "--bind", "0.0.0.0:8000", "wsgi:app"]

@@ -11,7 +11,7 @@ SEEDS := $(wildcard seeds/*.txt)
 	bench-scale screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
-$(BIN)/.installed: pyproject.toml setup.py searchsvc/backends/whoosh/_w3postings.c
+$(BIN)/.installed: pyproject.toml setup.py searchsvc/backends/whoosh/build/_w3postings.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .
@@ -30,7 +30,7 @@ index: $(INDEX_DIR)/CURRENT
 	$(BIN)/searchsvc stats --index-dir $(INDEX_DIR)
 
 run: index
-	SEARCHSVC_INDEX_DIR=$(INDEX_DIR) $(BIN)/gunicorn --config searchsvc/gunicorn_conf.py \
+	SEARCHSVC_INDEX_DIR=$(INDEX_DIR) $(BIN)/gunicorn --config python:searchsvc.serving.gunicorn_conf \
 		--bind $(HOST):$(PORT) wsgi:app
 
 test: $(BIN)/.installed-test

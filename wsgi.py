@@ -1,4 +1,4 @@
-"""WSGI entry point: `gunicorn --config searchsvc/gunicorn_conf.py wsgi:app`."""
+"""WSGI entry point: `gunicorn --config python:searchsvc.serving.gunicorn_conf wsgi:app`."""
 
 from searchsvc.app import create_app
 

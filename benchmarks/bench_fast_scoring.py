@@ -99,10 +99,10 @@ FILTER_DENSITY = 0.3  # the filtered mode allows a seeded 30% of the documents
 def run(root: Path, corpus, count: int, k: int) -> None:
     import numpy as np
 
-    from searchsvc.backends.whoosh.lexicons import Lexicon
-    from searchsvc.backends.whoosh.postings import SnapshotArrays
-    from searchsvc.backends.whoosh.queries import parse, weighting
-    from searchsvc.backends.whoosh.scoring import Bm25, extract_terms, rank
+    from searchsvc.backends.whoosh.accel.array_scoring import Bm25, extract_terms, rank
+    from searchsvc.backends.whoosh.accel.lexicon import Lexicon
+    from searchsvc.backends.whoosh.accel.snapshot_postings import SnapshotArrays
+    from searchsvc.backends.whoosh.queries.compile import parse, weighting
     from searchsvc.backends.whoosh.store import IndexDirectory
 
     index = IndexDirectory(root).open()
@@ -219,7 +219,7 @@ def run(root: Path, corpus, count: int, k: int) -> None:
 
 def cold_costs(reader, timed_set, snapshot_arrays) -> dict:
     """Time the one-off work: live mask, length columns, posting lists (two ways each)."""
-    from searchsvc.backends.whoosh import posting_blocks
+    from searchsvc.backends.whoosh.accel import posting_blocks
 
     rows = []
     started = time.perf_counter()
@@ -275,9 +275,9 @@ def cold_costs(reader, timed_set, snapshot_arrays) -> dict:
 _COLD_START = """
 import json, sys, time
 started = time.perf_counter()
-from searchsvc.backends.whoosh.postings import arrays_for
-from searchsvc.backends.whoosh.queries import weighting
-from searchsvc.backends.whoosh.scoring import Bm25, TermQuery, rank
+from searchsvc.backends.whoosh.accel.snapshot_postings import arrays_for
+from searchsvc.backends.whoosh.queries.compile import weighting
+from searchsvc.backends.whoosh.accel.array_scoring import Bm25, TermQuery, rank
 from searchsvc.backends.whoosh.store import IndexDirectory
 imported = time.perf_counter()
 searcher = IndexDirectory(sys.argv[1]).open().searcher(weighting=weighting())

@@ -8,13 +8,13 @@ The issue's figures are on the arXiv-2025 index (40,717 records). Build it once,
 
 (`--index-dir` defaults to SEARCHSVC_INDEX_DIR, else `index/`: the seed corpus of `make run`.)
 
-Starts gunicorn with searchsvc/gunicorn_conf.py (workers = CPU count unless SEARCHSVC_WORKERS
-says otherwise; `--gunicorn-args "--threads 2"` to try other settings) on a free 127.0.0.1 port
-over the index, drives it with wrk (Debian: `apt-get install wrk`) at 1, 8 and 32 concurrent
-connections (kept alive if the worker class does) with a Lua script cycling through a seeded
-query set (facets + highlights, gzip accepted), and prints throughput, p50/p99 latency and the
-workers' CPU time per request next to the in-process figures of the same queries
-(SearchService.search with the same facets and highlights, one thread).
+Starts gunicorn with searchsvc/serving/gunicorn_conf.py (workers = CPU count unless
+SEARCHSVC_WORKERS says otherwise; `--gunicorn-args "--threads 2"` to try other settings) on a
+free 127.0.0.1 port over the index, drives it with wrk (Debian: `apt-get install wrk`) at 1, 8
+and 32 concurrent connections (kept alive if the worker class does) with a Lua script cycling
+through a seeded query set (facets + highlights, gzip accepted), and prints throughput, p50/p99
+latency and the workers' CPU time per request next to the in-process figures of the same
+queries (SearchService.search with the same facets and highlights, one thread).
 
 The HTTP overhead per request is p50 over HTTP with one client minus p50 in-process. On a shared
 machine whole-request times drift by more than the overhead within a minute, so the two are
@@ -190,7 +190,7 @@ def start_gunicorn(
 ) -> subprocess.Popen:
     env = {**os.environ, "SEARCHSVC_INDEX_DIR": str(index_dir), **(extra_env or {})}
     gunicorn = Path(sys.executable).with_name("gunicorn")
-    command = [str(gunicorn), "--config", "searchsvc/gunicorn_conf.py", *extra_args]
+    command = [str(gunicorn), "--config", "python:searchsvc.serving.gunicorn_conf", *extra_args]
     command += ["--bind", f"127.0.0.1:{port}", app]
     with open(log_path, "wb") as output:
         process = subprocess.Popen(

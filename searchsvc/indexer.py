@@ -17,13 +17,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.backends.whoosh.writing import (
+from searchsvc.backends.whoosh.build.writer import (
     add_records,
     choose_procs,
     describe_writer,
     upsert_records,
 )
+from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.errors import SourceError
 from searchsvc.records import Deduplicator, Record
 from searchsvc.sources import Skipped, read_records
@@ -93,7 +93,7 @@ def build_index(
     """Build a fresh index of `sources` in `index_dir` and swap it in; the old one stays on error.
 
     `progress` None shows a progress bar only when stderr is a terminal; `procs` None picks the
-    writer by input size (see backends/whoosh/writing.py).
+    writer by input size (see backends/whoosh/build/writer.py).
     """
     directory = IndexDirectory(index_dir)
     started = time.perf_counter()

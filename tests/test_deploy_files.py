@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shlex
@@ -16,7 +17,14 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 # What the serving and indexing commands are, whatever the address and paths they are given.
-SERVE = ["gunicorn", "--config", "searchsvc/gunicorn_conf.py", "--bind", "*", "wsgi:app"]
+SERVE = [
+    "gunicorn",
+    "--config",
+    "python:searchsvc.serving.gunicorn_conf",
+    "--bind",
+    "*",
+    "wsgi:app",
+]
 INDEX = ["searchsvc", "index", "*", "--index-dir", "*"]
 
 
@@ -87,7 +95,10 @@ def test_compose_refers_to_files_that_exist(compose):
             if source.startswith((".", "/")):
                 assert (ROOT / source).exists(), source
     serve = compose["services"]["web"]["command"]
-    assert (ROOT / serve[serve.index("--config") + 1]).is_file()
+    config = serve[serve.index("--config") + 1]
+    # `python:MODULE`: the config is a module of the installed package, found by import.
+    module = config.removeprefix("python:")
+    assert importlib.util.find_spec(module) is not None, config
 
 
 def test_dockerfile_copies_files_that_exist():

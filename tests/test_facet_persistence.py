@@ -11,13 +11,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh.backend import WhooshBackend
-from searchsvc.backends.whoosh.facet_arrays import (
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable
+from searchsvc.backends.whoosh.accel.facet_table_file import (
     PackedValues,
     facet_table_for,
     load_facet_table,
 )
-from searchsvc.backends.whoosh.facets import FacetTable
+from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.store import FACET_ARRAYS, IndexDirectory
 from searchsvc.indexer import build_index_from_records, update_index_from_records
 from searchsvc.query import FACETS, SearchRequest

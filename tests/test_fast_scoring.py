@@ -40,23 +40,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from whoosh import query
 
-from searchsvc.backends.whoosh.documents import to_document
-from searchsvc.backends.whoosh.lexicons import Lexicon
-from searchsvc.backends.whoosh.posting_blocks import _block_weights, _parse_block
-from searchsvc.backends.whoosh.postings import (
-    LENGTH_OF_BYTE,
-    SnapshotArrays,
-    arrays_for,
-    reader_signature,
-)
-from searchsvc.backends.whoosh.queries import parse, weighting
-from searchsvc.backends.whoosh.scoring import (
+from searchsvc.backends.whoosh.accel.array_scoring import (
     Bm25,
     TermQuery,
     extract_terms,
     rank,
     top,
 )
+from searchsvc.backends.whoosh.accel.lexicon import Lexicon
+from searchsvc.backends.whoosh.accel.posting_blocks import _block_weights, _parse_block
+from searchsvc.backends.whoosh.accel.snapshot_postings import (
+    LENGTH_OF_BYTE,
+    SnapshotArrays,
+    arrays_for,
+    reader_signature,
+)
+from searchsvc.backends.whoosh.documents import to_document
+from searchsvc.backends.whoosh.queries.compile import parse, weighting
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.records import Record
 from tests.support import FIXTURE_RECORDS, build_index

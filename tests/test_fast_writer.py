@@ -21,10 +21,11 @@ from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import FileStorage
 from whoosh.qparser import QueryParser
 
-from searchsvc.backends.whoosh import segments, writing
+from searchsvc.backends.whoosh.build import segment as segments
+from searchsvc.backends.whoosh.build import writer as writing
+from searchsvc.backends.whoosh.build.writer import add_records
 from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.schema import build_schema
-from searchsvc.backends.whoosh.writing import add_records
 from searchsvc.records import Record
 from searchsvc.sources import read_records
 from tests.support import FIXTURE_RECORDS, multi_block_records

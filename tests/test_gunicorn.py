@@ -65,7 +65,7 @@ def gunicorn(root: Path, *extra_args: str) -> Iterator[tuple[LiveServer, subproc
         "SEARCHSVC_WORKERS": "2",
         "PROMETHEUS_MULTIPROC_DIR": str(root / "metrics"),
     }
-    command = [str(GUNICORN), "--config", "searchsvc/gunicorn_conf.py", *extra_args]
+    command = [str(GUNICORN), "--config", "python:searchsvc.serving.gunicorn_conf", *extra_args]
     command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
     with open(log, "wb") as output:
         process = subprocess.Popen(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from searchsvc.backends.whoosh.documents import from_stored, to_document
-from searchsvc.backends.whoosh.stats import index_stats
+from searchsvc.backends.whoosh.search.stats import index_stats
 from searchsvc.backends.whoosh.store import BUILD_PREFIX, CURRENT, IndexDirectory
 from searchsvc.errors import BuildInProgress, IndexUnavailable, SourceError
 from searchsvc.indexer import (

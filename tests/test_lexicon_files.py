@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from searchsvc.backends.whoosh import lexicon_files, term_tables
+from searchsvc.backends.whoosh.accel import lexicon_file as lexicon_files
+from searchsvc.backends.whoosh.accel import term_tables
+from searchsvc.backends.whoosh.accel.lexicon_file import load_terms, saved_fields
 from searchsvc.backends.whoosh.backend import WhooshBackend
-from searchsvc.backends.whoosh.lexicon_files import load_terms, saved_fields
 from searchsvc.backends.whoosh.store import LEXICONS, IndexDirectory
 from searchsvc.indexer import build_index_from_records, update_index_from_records
 from searchsvc.query import SearchRequest
@@ -56,7 +57,7 @@ def test_a_new_worker_corrects_and_completes_from_the_saved_terms(directory, mon
         raise AssertionError(f"read {field} from the index")
 
     monkeypatch.setattr(term_tables, "field_terms", unreadable)
-    monkeypatch.setattr("searchsvc.backends.whoosh.lexicons.field_terms", unreadable)
+    monkeypatch.setattr("searchsvc.backends.whoosh.accel.lexicon.field_terms", unreadable)
     assert _suggestion(directory, "schedulng") == "scheduling"
     with WhooshBackend(directory) as backend:
         assert backend.suggest("sched", 5).titles

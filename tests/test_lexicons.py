@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from whoosh.automata.fsa import find_all_matches
 from whoosh.automata.lev import levenshtein_automaton
 
-from searchsvc.backends.whoosh.lexicons import Lexicon
+from searchsvc.backends.whoosh.accel.lexicon import Lexicon
 
 _WORDS = st.text(alphabet="abcdeé", min_size=1, max_size=7)  # terms are never empty
 

@@ -18,9 +18,8 @@ from whoosh.codec import default_codec
 from whoosh.filedb.filestore import RamStorage
 from whoosh.util.numeric import length_to_byte
 
-from searchsvc.backends.whoosh import segment_postings
-from searchsvc.backends.whoosh.schema import build_schema
-from searchsvc.backends.whoosh.segment_postings import (
+from searchsvc.backends.whoosh.build import segment_postings
+from searchsvc.backends.whoosh.build.segment_postings import (
     VALUES_JOINED,
     VALUES_NONE,
     DocValues,
@@ -28,7 +27,8 @@ from searchsvc.backends.whoosh.segment_postings import (
     FieldTokens,
     SegmentPostingsWriter,
 )
-from searchsvc.backends.whoosh.writing import add_records
+from searchsvc.backends.whoosh.build.writer import add_records
+from searchsvc.backends.whoosh.schema import build_schema
 from tests.support import FIXTURE_RECORDS, multi_block_records
 
 needs_extension = pytest.mark.skipif(

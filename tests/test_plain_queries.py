@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from whoosh import query
 from whoosh.qparser import AndGroup, MultifieldParser, OrGroup, QueryParser
 
-from searchsvc.backends.whoosh import queries
-from searchsvc.backends.whoosh.expansion import QueryRewriter
-from searchsvc.backends.whoosh.plain_queries import OPERATOR_WORDS, PlainParser
+from searchsvc.backends.whoosh.queries import compile as queries
+from searchsvc.backends.whoosh.queries.expansion import QueryRewriter
+from searchsvc.backends.whoosh.queries.plain import OPERATOR_WORDS, PlainParser
 
 REQUEST_FIELD_CHOICES = [
     fields

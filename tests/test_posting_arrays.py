@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 from whoosh.filedb.filestore import RamStorage
 
-from searchsvc.backends.whoosh import writing
-from searchsvc.backends.whoosh.backend import WhooshBackend
-from searchsvc.backends.whoosh.documents import to_document
-from searchsvc.backends.whoosh.posting_arrays import (
+from searchsvc.backends.whoosh.accel.posting_arrays_file import (
     EXTENSION,
     PostingArrays,
     array_fields,
     sidecar_path,
     write_missing_posting_arrays,
 )
-from searchsvc.backends.whoosh.postings import SnapshotArrays
+from searchsvc.backends.whoosh.accel.snapshot_postings import SnapshotArrays
+from searchsvc.backends.whoosh.backend import WhooshBackend
+from searchsvc.backends.whoosh.build import writer as writing
+from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.indexer import build_index_from_records, update_index_from_records

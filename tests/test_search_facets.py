@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from searchsvc.backends.whoosh import facets
+from searchsvc.backends.whoosh.accel import facet_table as facets
+from searchsvc.backends.whoosh.accel.facet_table import ValueColumn
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.documents import from_stored
-from searchsvc.backends.whoosh.execute import parse_for
-from searchsvc.backends.whoosh.facets import ValueColumn
+from searchsvc.backends.whoosh.search.execute import parse_for
 from searchsvc.query import FacetValue, SearchRequest
 from searchsvc.texts import fold
 from tests.support import FIXTURE_RECORDS

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from whoosh.highlight import ContextFragmenter, Fragment, WholeFragmenter
 from whoosh.highlight import highlight as whoosh_highlight
 
-from searchsvc.backends.whoosh.backend import WhooshBackend
-from searchsvc.backends.whoosh.highlight import (
+from searchsvc.backends.whoosh.accel.highlight import (
     ABSTRACT_FRAGMENTS,
     ELLIPSIS,
     FRAGMENT_CHARS,
@@ -24,6 +23,7 @@ from searchsvc.backends.whoosh.highlight import (
     highlight_abstract,
     highlight_title,
 )
+from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.schema import text_analyzer
 from searchsvc.query import SearchRequest
 from tests.support import HOSTILE_TITLE

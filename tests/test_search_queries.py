@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from searchsvc.backends.whoosh import queries
 from searchsvc.backends.whoosh.backend import WhooshBackend
-from searchsvc.backends.whoosh.expansion import MAX_EXPANSION
-from searchsvc.backends.whoosh.queries import MAX_QUERY_WORDS
+from searchsvc.backends.whoosh.queries import compile as queries
+from searchsvc.backends.whoosh.queries.compile import MAX_QUERY_WORDS
+from searchsvc.backends.whoosh.queries.expansion import MAX_EXPANSION
 from searchsvc.errors import QueryError
 from searchsvc.query import SearchRequest
 
@@ -202,7 +202,7 @@ def test_hostile_input_gives_a_query_error_or_a_sensible_search_quickly(backend,
 
 
 def test_wildcard_expansion_is_capped(fixture_index):
-    from searchsvc.backends.whoosh.execute import parse_for
+    from searchsvc.backends.whoosh.search.execute import parse_for
 
     with WhooshBackend(fixture_index) as backend, backend._searchers.view() as view:
         parsed = parse_for(view, "*", ("title", "abstract"))
@@ -226,7 +226,7 @@ def test_no_text_makes_anything_but_a_query_error_escape(backend, text):
 
 
 def test_a_short_wildcard_start_keeps_within_the_postings_budget(fixture_index):
-    from searchsvc.backends.whoosh.expansion import most_frequent
+    from searchsvc.backends.whoosh.queries.expansion import most_frequent
 
     with WhooshBackend(fixture_index) as backend, backend._searchers.view() as view:
         reader = view.searcher.reader()

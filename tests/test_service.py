@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from searchsvc.app import create_app
-from searchsvc.backends.whoosh import searcher as searcher_module
-from searchsvc.backends.whoosh.lexicons import Lexicon
+from searchsvc.backends.whoosh.accel.lexicon import Lexicon
+from searchsvc.backends.whoosh.search import searcher as searcher_module
 from searchsvc.errors import IndexUnavailable, InvalidRequest, RecordNotFound
 from searchsvc.query import Hit, IndexStats, SearchRequest, SearchResult, Suggestions
 from searchsvc.service import SearchService, get_service

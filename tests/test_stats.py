@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from searchsvc.backends.whoosh.stats import index_stats
+from searchsvc.backends.whoosh.search.stats import index_stats
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.errors import IndexUnavailable
 from searchsvc.indexer import update_index_from_records

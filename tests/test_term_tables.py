@@ -7,7 +7,8 @@ from dataclasses import replace
 import pytest
 from whoosh.reading import TermNotFound
 
-from searchsvc.backends.whoosh import term_tables, writing
+from searchsvc.backends.whoosh.accel import term_tables
+from searchsvc.backends.whoosh.build import writer as writing
 from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.indexer import build_index_from_records

@@ -49,7 +49,7 @@ class SearchsvcEngine(Engine):
         # documents (SciFact has records that searchsvc's identity rule would merge).
         with IndexDirectory(self.index_dir).build() as index:
             try:
-                from searchsvc.backends.whoosh.writing import add_records, choose_procs
+                from searchsvc.backends.whoosh.build.writer import add_records, choose_procs
             except ImportError:
                 _add_with_one_writer(index, records)
             else:

@@ -8,7 +8,7 @@ from typing import IO
 
 import click
 
-from searchsvc.backends.whoosh.stats import index_stats
+from searchsvc.backends.whoosh.search.stats import index_stats
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.cli.common import index_dir_option, reports_errors
 from searchsvc.indexer import BuildSummary, build_index, update_index

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from searchsvc.backends.whoosh.authors import author_view
 from searchsvc.backends.whoosh.documents import from_stored
-from searchsvc.backends.whoosh.execute import execute_search
-from searchsvc.backends.whoosh.results import hits_for
-from searchsvc.backends.whoosh.searcher import REFRESH_INTERVAL, SearcherManager
-from searchsvc.backends.whoosh.stats import index_stats
+from searchsvc.backends.whoosh.search.authors import author_view
+from searchsvc.backends.whoosh.search.execute import execute_search
+from searchsvc.backends.whoosh.search.results import hits_for
+from searchsvc.backends.whoosh.search.searcher import REFRESH_INTERVAL, SearcherManager
+from searchsvc.backends.whoosh.search.stats import index_stats
+from searchsvc.backends.whoosh.search.suggest import autocomplete, facet_values
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.backends.whoosh.suggest import autocomplete, facet_values
 from searchsvc.errors import InvalidRequest, RecordNotFound
 from searchsvc.query import (
     MAX_PER_PAGE,

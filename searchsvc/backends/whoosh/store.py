@@ -31,13 +31,13 @@ from typing import Any
 from whoosh import index as whoosh_index
 from whoosh.index import Index
 
-from searchsvc.backends.whoosh.documents import from_stored
-from searchsvc.backends.whoosh.facet_arrays import facet_arrays_bytes
-from searchsvc.backends.whoosh.lexicon_files import lexicons_bytes
-from searchsvc.backends.whoosh.posting_arrays import (
+from searchsvc.backends.whoosh.accel.facet_table_file import facet_arrays_bytes
+from searchsvc.backends.whoosh.accel.lexicon_file import lexicons_bytes
+from searchsvc.backends.whoosh.accel.posting_arrays_file import (
     remove_leftover_files,
     write_missing_posting_arrays,
 )
+from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION, build_schema
 from searchsvc.errors import BuildInProgress, IndexUnavailable
 from searchsvc.records import Record

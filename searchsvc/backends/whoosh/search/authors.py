@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from whoosh.searching import Searcher
 
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueColumn
 from searchsvc.backends.whoosh.documents import from_stored
-from searchsvc.backends.whoosh.facets import FacetTable, ValueColumn
 from searchsvc.errors import RecordNotFound
 from searchsvc.query import AuthorView, FacetValue
 

@@ -19,7 +19,7 @@ from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import extract
 from whoosh.reading import IndexReader, TermNotFound
 
-from searchsvc.backends.whoosh.term_tables import field_terms
+from searchsvc.backends.whoosh.accel.term_tables import field_terms
 
 # Terms a leading wildcard may test against its pattern.
 MAX_LEXICON_SCAN = 200_000

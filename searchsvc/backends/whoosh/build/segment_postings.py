@@ -32,7 +32,7 @@ from whoosh.filedb.filetables import OrderedHashWriter
 from whoosh.system import pack_uint
 
 try:
-    from searchsvc.backends.whoosh import _w3postings
+    from searchsvc.backends.whoosh.build import _w3postings
 except ImportError:  # installed without a C compiler: the Python encoder below does the work
     _w3postings = None
 

@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from whoosh import query
 from whoosh.searching import Searcher
 
+from searchsvc.backends.whoosh.accel.highlight import highlight_record
 from searchsvc.backends.whoosh.documents import from_stored
-from searchsvc.backends.whoosh.highlight import highlight_record
-from searchsvc.backends.whoosh.queries import positive_terms
+from searchsvc.backends.whoosh.queries.compile import positive_terms
 from searchsvc.query import Hit
 
 # Fields whose terms are stems of title/abstract words, so they can be marked in both.

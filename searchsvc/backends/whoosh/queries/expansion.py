@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from whoosh import query
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.lexicons import Lexicon
+from searchsvc.backends.whoosh.accel.lexicon import Lexicon
 from searchsvc.errors import QueryError
 from searchsvc.texts import fold
 

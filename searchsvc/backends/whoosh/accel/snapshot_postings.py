@@ -30,13 +30,13 @@ from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
 from whoosh.reading import IndexReader
 from whoosh.util.numeric import byte_to_length, length_to_byte
 
-from searchsvc.backends.whoosh.posting_arrays import (
+from searchsvc.backends.whoosh.accel.posting_arrays_file import (
     PostingArrays,
     SidecarDamaged,
     segment_folder,
     sidecar_path,
 )
-from searchsvc.backends.whoosh.posting_blocks import leaf_postings
+from searchsvc.backends.whoosh.accel.posting_blocks import leaf_postings
 
 # Posting lists decoded from Whoosh's blocks kept per snapshot, in bytes (docs int32 + weights
 # float32: 8 bytes a posting). At 40k records every posting list of `content` is about 30 MB.

@@ -1,4 +1,6 @@
-"""Gunicorn settings: `gunicorn --config searchsvc/gunicorn_conf.py --bind HOST:PORT wsgi:app`.
+"""Gunicorn settings, loaded as a module of the installed package:
+
+    gunicorn --config python:searchsvc.serving.gunicorn_conf --bind HOST:PORT wsgi:app
 
 Environment: SEARCHSVC_WORKERS (default: the CPUs this process may use), SEARCHSVC_THREADS
 (default 1), SEARCHSVC_TIMEOUT (seconds, default 30), SEARCHSVC_ACCESS_LOG (default "-",

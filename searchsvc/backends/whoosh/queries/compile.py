@@ -13,10 +13,10 @@ from whoosh import fields, query, scoring
 from whoosh.qparser import FieldAliasPlugin, FuzzyTermPlugin, MultifieldParser, OrGroup
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.expansion import LexiconOf, QueryRewriter
-from searchsvc.backends.whoosh.plain_queries import PlainParser
+from searchsvc.backends.whoosh.accel.array_scoring import ProbabilisticBM25F
+from searchsvc.backends.whoosh.queries.expansion import LexiconOf, QueryRewriter
+from searchsvc.backends.whoosh.queries.plain import PlainParser
 from searchsvc.backends.whoosh.schema import QUERY_FIELDS, build_schema
-from searchsvc.backends.whoosh.scoring import ProbabilisticBM25F
 from searchsvc.errors import QueryError
 from searchsvc.records import MAX_YEAR, MIN_YEAR
 

@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.facet_arrays import (
+from searchsvc.backends.whoosh.accel.facet_table_file import (
     array_text,
     read_saved_state,
     state_signature,
     text_array,
 )
-from searchsvc.backends.whoosh.term_tables import field_terms
+from searchsvc.backends.whoosh.accel.term_tables import field_terms
 
 # Fields whose terms everyday requests read: did-you-mean's spelling words (of this field) and
 # autocomplete's title terms. Wildcard and fuzzy words read other fields' on first use, as before.

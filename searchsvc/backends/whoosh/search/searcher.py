@@ -23,11 +23,11 @@ from typing import Any, TypeVar
 from whoosh.index import Index
 from whoosh.searching import Searcher
 
-from searchsvc.backends.whoosh.facet_arrays import facet_table_for
-from searchsvc.backends.whoosh.facets import FacetTable
-from searchsvc.backends.whoosh.lexicon_files import load_terms
-from searchsvc.backends.whoosh.lexicons import Lexicon
-from searchsvc.backends.whoosh.queries import weighting
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable
+from searchsvc.backends.whoosh.accel.facet_table_file import facet_table_for
+from searchsvc.backends.whoosh.accel.lexicon import Lexicon
+from searchsvc.backends.whoosh.accel.lexicon_file import load_terms
+from searchsvc.backends.whoosh.queries.compile import weighting
 from searchsvc.backends.whoosh.store import FACET_ARRAYS, LEXICONS, IndexDirectory
 
 # How often at most the index directory is looked at for a rebuild or an update (seconds).

@@ -33,13 +33,13 @@ from whoosh.system import pack_uint
 from whoosh.util.numeric import length_to_byte
 
 from searchsvc.backends.whoosh.analysis import name_words, text_words, token_count
-from searchsvc.backends.whoosh.document_columns import DocumentColumns
-from searchsvc.backends.whoosh.posting_arrays import (
+from searchsvc.backends.whoosh.build.document_columns import DocumentColumns
+from searchsvc.backends.whoosh.accel.posting_arrays_file import (
     PostingArraysWriter,
     array_fields,
     sidecar_path,
 )
-from searchsvc.backends.whoosh.segment_postings import (
+from searchsvc.backends.whoosh.build.segment_postings import (
     DocValues,
     FieldItems,
     FieldTokens,

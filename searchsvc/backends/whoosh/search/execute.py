@@ -14,13 +14,13 @@ import time
 import numpy as np
 from whoosh.searching import Searcher
 
-from searchsvc.backends.whoosh.facets import FacetTable, disjunctive_counts
-from searchsvc.backends.whoosh.postings import SnapshotArrays
-from searchsvc.backends.whoosh.queries import ParsedQuery, parse
-from searchsvc.backends.whoosh.results import highlight_terms, hits_for
-from searchsvc.backends.whoosh.scoring import Bm25, extract_terms, score_all, top
-from searchsvc.backends.whoosh.searcher import View
-from searchsvc.backends.whoosh.suggest import did_you_mean
+from searchsvc.backends.whoosh.accel.array_scoring import Bm25, extract_terms, score_all, top
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable, disjunctive_counts
+from searchsvc.backends.whoosh.accel.snapshot_postings import SnapshotArrays
+from searchsvc.backends.whoosh.queries.compile import ParsedQuery, parse
+from searchsvc.backends.whoosh.search.results import highlight_terms, hits_for
+from searchsvc.backends.whoosh.search.searcher import View
+from searchsvc.backends.whoosh.search.suggest import did_you_mean
 from searchsvc.query import FACETS, SearchRequest, SearchResult
 
 

@@ -25,8 +25,8 @@ from typing import Any, TypeVar, overload
 import numpy as np
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.facets import FacetTable, ValueColumn
-from searchsvc.backends.whoosh.postings import reader_signature
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueColumn
+from searchsvc.backends.whoosh.accel.snapshot_postings import reader_signature
 
 # Bump when the layout of the arrays changes: files of another format are not loaded.
 FORMAT_VERSION = 1

@@ -31,7 +31,7 @@ import numpy as np
 from whoosh import query, scoring
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.postings import LENGTH_OF_BYTE, SnapshotArrays
+from searchsvc.backends.whoosh.accel.snapshot_postings import LENGTH_OF_BYTE, SnapshotArrays
 
 # (field, term text (bytes for a numeric term the parser encoded), boost)
 WeightedTerm = tuple[str, str | bytes, float]

@@ -7,10 +7,10 @@ import re
 
 from whoosh import query
 
-from searchsvc.backends.whoosh.expansion import MAX_EXPANSION, most_frequent
-from searchsvc.backends.whoosh.facets import FacetTable
-from searchsvc.backends.whoosh.queries import ParsedQuery
-from searchsvc.backends.whoosh.searcher import View
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable
+from searchsvc.backends.whoosh.queries.compile import ParsedQuery
+from searchsvc.backends.whoosh.queries.expansion import MAX_EXPANSION, most_frequent
+from searchsvc.backends.whoosh.search.searcher import View
 from searchsvc.errors import InvalidRequest
 from searchsvc.query import FACETS, FacetValue, Suggestions
 from searchsvc.texts import fold

@@ -27,7 +27,7 @@ from whoosh.index import TOC, Index, LockError, clean_files
 from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.documents import to_document
-from searchsvc.backends.whoosh.segments import SegmentBuilder
+from searchsvc.backends.whoosh.build.segment import SegmentBuilder
 from searchsvc.records import Record
 
 # Below this many records one process finishes before worker processes would pay off.

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from searchsvc.backends.whoosh.posting_blocks import field_postings
+from searchsvc.backends.whoosh.accel.posting_blocks import field_postings
 from searchsvc.backends.whoosh.schema import QUERY_FIELDS
 
 EXTENSION = ".postarrays"
