@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask
 
-from searchsvc import api, service
+from searchsvc import api, extension
 from searchsvc import config as settings
 from searchsvc.api.encoding import JSONProvider
 
@@ -16,12 +16,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The search service: API, operations endpoints and (when installed) the web page.
 
     Settings come from `searchsvc.config.DEFAULTS`, then `SEARCHSVC_*` environment variables,
-    then `config` (tests pass e.g. `{"INDEX_DIR": tmp_path, "TESTING": True}`).
+    then `config` (tests pass e.g. `{"INDEX": tmp_path, "TESTING": True}`).
     """
     app = Flask(__name__)
     app.config.from_mapping(settings.load(config))
     app.json = JSONProvider(app)
-    service.init_app(app)
+    extension.init_app(app)
     api.init_app(app)
     _init_web(app)
     return app

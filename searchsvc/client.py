@@ -1,5 +1,8 @@
 """A small HTTP client of the service for applications that use it remotely.
 
+It needs `requests`, which the engine does not: install the `client` extra
+(`pip install 'searchsvc[client]'`).
+
 `SearchClient(base_url)` mirrors `SearchService`: the same methods, the same result objects
 (`SearchResult`, `Record`, ...), and the same exceptions, rebuilt from the JSON error payload.
 """
@@ -19,7 +22,9 @@ from searchsvc.errors import (
     QueryError,
     RecordNotFound,
     SearchsvcError,
+    UnknownFacet,
 )
+from searchsvc.params import query_params
 from searchsvc.query import (
     AuthorView,
     FacetValue,
@@ -34,7 +39,14 @@ from searchsvc.records import RECORD_FIELDS, Record
 DEFAULT_TIMEOUT = 10.0
 ERROR_OF_CODE: dict[str, type[SearchsvcError]] = {
     error.code: error
-    for error in (InvalidRequest, QueryError, RecordNotFound, IndexUnavailable, BuildInProgress)
+    for error in (
+        InvalidRequest,
+        QueryError,
+        RecordNotFound,
+        UnknownFacet,
+        IndexUnavailable,
+        BuildInProgress,
+    )
 }
 
 
@@ -70,22 +82,8 @@ class SearchClient:
         return self.search_request(SearchRequest.from_params(q, **params))
 
     def search_request(self, request: SearchRequest) -> SearchResult:
-        params: dict[str, Any] = {
-            "q": request.q,
-            "author": list(request.authors),
-            "category": list(request.categories),
-            "year": list(request.years),
-            "page": request.page,
-            "per_page": request.per_page,
-            "facets": ",".join(request.facets),
-            "facet_size": request.facet_size,
-            "highlight": "true" if request.highlight else "false",
-            "fields": ",".join(request.fields),
-        }
-        for name in ("year_from", "year_to", "sort"):
-            if getattr(request, name) is not None:
-                params[name] = getattr(request, name)
-        return _search_result(self._get("/api/v1/search", params))
+        # The translator's own inverse: the server reads back exactly this request.
+        return _search_result(self._get("/api/v1/search", query_params(request)))
 
     def get(self, record_id: str) -> Record:
         return _record(self._get(f"/api/v1/records/{quote(record_id, safe='/')}"))
@@ -141,7 +139,7 @@ class SearchClient:
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
-    def _get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _get(self, path: str, params: Any = None) -> dict[str, Any]:
         try:
             response = self.session.get(self.base_url + path, params=params, timeout=self.timeout)
         except requests.RequestException as exc:

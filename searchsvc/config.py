@@ -1,4 +1,7 @@
-"""Configuration of the service: defaults, then `SEARCHSVC_*` environment variables, then code."""
+"""Configuration of the service: defaults, then `SEARCHSVC_*` environment variables, then code.
+
+`SEARCHSVC_INDEX_DIR` (`INDEX_DIR`) is the older name of `SEARCHSVC_INDEX` (`INDEX`).
+"""
 
 from __future__ import annotations
 
@@ -6,15 +9,17 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from searchsvc.backends import checked_location
+
 ENV_PREFIX = "SEARCHSVC_"
 MAX_GZIP_LEVEL = 3  # ISA-L's highest
 
 # Every setting the service reads, with its default. The environment variable of a setting is
-# its name with the `SEARCHSVC_` prefix (`SEARCHSVC_INDEX_DIR`); `create_app(config)` keys are
+# its name with the `SEARCHSVC_` prefix (`SEARCHSVC_INDEX`); `create_app(config)` keys are
 # the plain names.
 DEFAULTS: dict[str, Any] = {
-    # Where the index lives (an IndexDirectory: CURRENT + generations).
-    "INDEX_DIR": "index",
+    # Where the index lives: a location (backends.open_backend), a path for the Whoosh index.
+    "INDEX": "index",
     # Origins allowed to read the API from a browser: () for none, ("*",) for any.
     "CORS_ORIGINS": (),
     # The API takes no request bodies; anything bigger than this is refused with 413.
@@ -64,14 +69,22 @@ def _boolean(text: str) -> bool:
     raise ValueError("expected true or false")
 
 
+# Older names still accepted, each standing for a setting when that one is not given.
+ALIASES = {"INDEX_DIR": "INDEX"}
+
+
 def from_environment(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The settings given as `SEARCHSVC_<NAME>` environment variables, parsed."""
     environ = os.environ if environ is None else environ
-    return {
+    settings = {
         name: _parse(name, environ[ENV_PREFIX + name])
         for name in DEFAULTS
         if ENV_PREFIX + name in environ
     }
+    for alias, name in ALIASES.items():
+        if name not in settings and ENV_PREFIX + alias in environ:
+            settings[name] = _parse(name, environ[ENV_PREFIX + alias])
+    return settings
 
 
 def load(
@@ -80,10 +93,15 @@ def load(
     """Defaults, overridden by the environment, overridden by `config`."""
     settings = dict(DEFAULTS)
     settings.update(from_environment(environ))
-    settings.update(config or {})
+    config = dict(config or {})
+    for alias, name in ALIASES.items():
+        if alias in config:
+            config.setdefault(name, config.pop(alias))
+    settings.update(config)
     if isinstance(settings["CORS_ORIGINS"], str):
         settings["CORS_ORIGINS"] = _tuple_of_strings(settings["CORS_ORIGINS"])
-    settings["INDEX_DIR"] = os.fspath(settings["INDEX_DIR"])
+    # Checked now, so that a server with a location naming no engine fails at start-up.
+    settings["INDEX"] = checked_location(settings["INDEX"])
     _check_gzip_level(settings["GZIP_LEVEL"])
     return settings
 

@@ -30,6 +30,18 @@ class RecordNotFound(SearchsvcError, LookupError):
     code = "not_found"
 
 
+class UnknownFacet(SearchsvcError, LookupError):
+    """No facet has the requested name; `details["facets"]` lists those there are."""
+
+    code = "unknown_facet"
+
+
+class InvalidLocation(SearchsvcError, ValueError):
+    """An index location names no known engine, or is malformed for its engine."""
+
+    code = "invalid_location"
+
+
 class IndexUnavailable(SearchsvcError):
     """The index is missing, being created for the first time, or cannot be opened."""
 

@@ -1,7 +1,8 @@
 """Build or update an index from source files: read, deduplicate, write, swap in.
 
-`build_index` writes a new generation beside the live one and swaps it in only once it is
-complete; `update_index` upserts records into the live index by id. The CLI only calls these.
+`build_index` has the engine write a new index beside the live one and swap it in only once it
+is complete; `update_index` upserts records into the live index by id. Both go through the
+engine contract (backends.SearchBackend), so they work on every engine. The CLI only calls these.
 """
 
 from __future__ import annotations
@@ -11,19 +12,13 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from searchsvc.backends.whoosh.build.writer import (
-    add_records,
-    choose_procs,
-    describe_writer,
-    upsert_records,
-)
-from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.backends import SearchBackend, WriteResult, open_backend
 from searchsvc.errors import SourceError
 from searchsvc.records import Deduplicator, Record
 from searchsvc.sources import Skipped, read_records
@@ -32,6 +27,8 @@ from searchsvc.sources import Skipped, read_records
 MAX_SKIPPED_KEPT = 100
 
 Source = str | os.PathLike[str]
+# Where to write: a location (a path, `whoosh:///...`) or an open backend.
+Location = str | os.PathLike[str] | SearchBackend
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +40,7 @@ class BuildSummary:
     merged: int
     skipped_count: int
     seconds: float
-    index_dir: str
+    index_dir: str  # the index location written (a URL, `whoosh:///abs/path`)
     # The first MAX_SKIPPED_KEPT skipped records (path, line, reason).
     skipped: tuple[Skipped, ...] = ()
     writer: str = "single writer"
@@ -85,62 +82,72 @@ class _Collected:
 
 def build_index(
     sources: Sequence[Source],
-    index_dir: Source,
+    index: Location,
     format: str | None = None,
     progress: bool | None = None,
     procs: int | None = None,
 ) -> BuildSummary:
-    """Build a fresh index of `sources` in `index_dir` and swap it in; the old one stays on error.
+    """Build a fresh index of `sources` at `index` and swap it in; the old one stays on error.
 
-    `progress` None shows a progress bar only when stderr is a terminal; `procs` None picks the
-    writer by input size (see backends/whoosh/build/writer.py).
+    `index` is a location (a path, `whoosh:///...`) or an open backend. `progress` None shows
+    a progress bar only when stderr is a terminal; `procs` None lets the engine choose.
     """
-    directory = IndexDirectory(index_dir)
     started = time.perf_counter()
-    _fail_if_locked(directory)
-    collected = _read_sources(sources, format, _show_progress(progress))
-    return _build(directory, collected, started, progress, procs, _source_metadata(sources, format))
+    with _opened(index) as backend:
+        backend.check_writable()
+        collected = _read_sources(sources, format, _show_progress(progress))
+        return _build(
+            backend, collected, started, progress, procs, _source_metadata(sources, format)
+        )
 
 
 def build_index_from_records(
     records: Iterable[Record],
-    index_dir: Source,
+    index: Location,
     progress: bool | None = None,
     procs: int | None = None,
 ) -> BuildSummary:
     """`build_index` for records already in memory (or any iterable that yields them)."""
-    directory = IndexDirectory(index_dir)
     started = time.perf_counter()
-    _fail_if_locked(directory)
-    collected = _deduplicate(records)
-    return _build(directory, collected, started, progress, procs, {"sources": []})
+    with _opened(index) as backend:
+        backend.check_writable()
+        collected = _deduplicate(records)
+        return _build(backend, collected, started, progress, procs, {"sources": []})
 
 
 def update_index(
     sources: Sequence[Source],
-    index_dir: Source,
+    index: Location,
     format: str | None = None,
     progress: bool | None = None,
 ) -> BuildSummary:
-    """Upsert the records of `sources` into the live index by id (replace or add)."""
-    directory = IndexDirectory(index_dir)
+    """Upsert the records of `sources` into the index by id (replace or add)."""
     started = time.perf_counter()
-    directory.live_path()  # IndexUnavailable before reading anything when there is no index
-    _fail_if_locked(directory)
-    collected = _read_sources(sources, format, _show_progress(progress))
-    return _update(directory, collected, started, progress, _source_metadata(sources, format))
+    with _opened(index) as backend:
+        backend.check_writable()
+        collected = _read_sources(sources, format, _show_progress(progress))
+        return _update(backend, collected, started, progress, _source_metadata(sources, format))
 
 
 def update_index_from_records(
-    records: Iterable[Record], index_dir: Source, progress: bool | None = None
+    records: Iterable[Record], index: Location, progress: bool | None = None
 ) -> BuildSummary:
     """`update_index` for records already in memory."""
-    directory = IndexDirectory(index_dir)
     started = time.perf_counter()
-    directory.live_path()
-    _fail_if_locked(directory)
-    collected = _deduplicate(records)
-    return _update(directory, collected, started, progress, {"sources": []})
+    with _opened(index) as backend:
+        backend.check_writable()
+        collected = _deduplicate(records)
+        return _update(backend, collected, started, progress, {"sources": []})
+
+
+@contextmanager
+def _opened(index: Location) -> Iterator[SearchBackend]:
+    """The backend of a location, closed afterwards; an open backend is used as it is."""
+    if isinstance(index, SearchBackend):
+        yield index
+        return
+    with open_backend(index) as backend:
+        yield backend
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -181,7 +188,7 @@ def _deduplicate(records: Iterable[Record]) -> _Collected:
 
 # -- writing ---------------------------------------------------------------------------------
 def _build(
-    directory: IndexDirectory,
+    backend: SearchBackend,
     collected: _Collected,
     started: float,
     progress: bool | None,
@@ -189,56 +196,55 @@ def _build(
     metadata: dict[str, Any],
 ) -> BuildSummary:
     _fail_if_empty(collected)
-    procs = choose_procs(len(collected.records), procs)
-    metadata["writer"] = describe_writer(procs)
-    with directory.build(metadata) as index, _writing_bar(collected, progress) as bar:
-        add_records(index, collected.records, procs, bar.update, _announce_commit(bar))
-        summary = _summary(directory, collected, started, describe_writer(procs))
-        metadata["counts"] = summary.to_dict()  # saved at the swap, so timed up to the commit
-        metadata["documents"] = len(collected.records)
-    # The time the caller waited: the index's saved state files and the swap included.
-    return replace(summary, seconds=time.perf_counter() - started)
+    metadata["counts"] = _counts(collected)
+    with _writing_bar(collected, progress) as bar:
+        result = backend.rebuild(
+            collected.records, metadata=metadata, procs=procs, progress=_BarProgress(bar)
+        )
+    return _summary(backend, collected, started, result)
 
 
 def _update(
-    directory: IndexDirectory,
+    backend: SearchBackend,
     collected: _Collected,
     started: float,
     progress: bool | None,
     metadata: dict[str, Any],
 ) -> BuildSummary:
     _fail_if_empty(collected)
-    last_update: dict[str, Any] = dict(metadata)
-    with directory.update({"last_update": last_update}) as index:
-        with index.searcher() as searcher:
-            replaced = sum(
-                1 for r in collected.records if searcher.document_number(id=r.id) is not None
-            )
-        with _writing_bar(collected, progress) as bar:
-            upsert_records(index, collected.records, bar.update, _announce_commit(bar))
-        summary = _summary(directory, collected, started, describe_writer(1), replaced)
-        last_update["counts"] = summary.to_dict()  # saved at the end, so timed up to the commit
-    return replace(summary, seconds=time.perf_counter() - started)
+    metadata["counts"] = _counts(collected)
+    with _writing_bar(collected, progress) as bar:
+        result = backend.write(
+            upserts=collected.records, metadata=metadata, progress=_BarProgress(bar)
+        )
+    return _summary(backend, collected, started, result)
+
+
+def _counts(collected: _Collected) -> dict[str, int]:
+    """What the sources gave, saved with the index (`searchsvc stats --json` shows the index's)."""
+    return {
+        "read": collected.read,
+        "indexed": len(collected.records),
+        "merged": collected.merged,
+        "skipped": collected.skipped_count,
+    }
 
 
 def _summary(
-    directory: IndexDirectory,
-    collected: _Collected,
-    started: float,
-    writer: str,
-    replaced: int = 0,
+    backend: SearchBackend, collected: _Collected, started: float, result: WriteResult
 ) -> BuildSummary:
+    # The time the caller waited: the engine's commit and swap included.
     return BuildSummary(
         read=collected.read,
-        indexed=len(collected.records),
+        indexed=result.added + result.replaced,
         merged=collected.merged,
         skipped_count=collected.skipped_count,
         seconds=time.perf_counter() - started,
-        index_dir=str(directory.root),
+        index_dir=backend.location,
         skipped=tuple(collected.skipped),
-        writer=writer,
+        writer=result.writer,
         read_seconds=collected.read_until - started,
-        replaced=replaced,
+        replaced=result.replaced,
     )
 
 
@@ -248,15 +254,6 @@ def _fail_if_empty(collected: _Collected) -> None:
         raise SourceError(
             f"no records to index ({collected.read} read, {collected.skipped_count} skipped)"
         )
-
-
-def _fail_if_locked(directory: IndexDirectory) -> None:
-    # build()/update() take the lock for real; probing it first fails a second build at once
-    # instead of after it has read every source. (No directory yet: nobody can hold its lock,
-    # and a build that then fails on its sources leaves no empty directory behind.)
-    if directory.root.exists():
-        with directory.lock():
-            pass
 
 
 def _source_metadata(sources: Sequence[Source], format: str | None) -> dict[str, Any]:
@@ -281,6 +278,15 @@ def _writing_bar(collected: _Collected, progress: bool | None) -> Iterator[tqdm]
         yield bar
 
 
-def _announce_commit(bar: tqdm) -> Callable[[], None]:
-    # The commit (merging postings, writing segments) can take a third of the build.
-    return lambda: bar.set_description("committing")
+class _BarProgress:
+    """The engine's progress on the bar: records written, then its commit (merging postings
+    and writing segments can take a third of a build)."""
+
+    def __init__(self, bar: tqdm) -> None:
+        self.bar = bar
+
+    def advance(self, count: int) -> None:
+        self.bar.update(count)
+
+    def stage(self, name: str) -> None:
+        self.bar.set_description("committing" if name == "commit" else name)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from searchsvc.errors import InvalidRequest
+from searchsvc.facets import FACET_NAMES, facet_named
+from searchsvc.querylang import QueryTree, parse_query
 from searchsvc.records import MAX_YEAR, MIN_YEAR, Record
 
 SORTS = ("relevance", "newest", "oldest", "title")
-FACETS = ("author", "year", "category")
 SEARCH_FIELDS = ("title", "abstract", "authors")
 MAX_PER_PAGE = 100
 MAX_PAGE = 10_000
@@ -24,35 +26,38 @@ DEFAULT_FACET_SIZE = 10
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
-    """What to search for. Filters are OR within a facet and AND across facets."""
+    """What to search for. Filters are OR within a facet and AND across facets.
+
+    `filters` maps facet names (facets.FACET_NAMES) to the values selected; `q` is parsed into
+    `tree` (the query language, querylang) when the request is made, so a malformed query fails
+    here, with the position of the problem, whichever engine would run it.
+    """
 
     q: str = ""
-    authors: tuple[str, ...] = ()
-    categories: tuple[str, ...] = ()
-    years: tuple[int, ...] = ()
+    filters: Mapping[str, tuple[str | int, ...]] = field(default_factory=dict, hash=False)
     year_from: int | None = None
     year_to: int | None = None
     sort: str | None = None  # None: relevance with a query, newest without one
     page: int = 1
     per_page: int = DEFAULT_PER_PAGE
-    facets: tuple[str, ...] = FACETS
+    facets: tuple[str, ...] = FACET_NAMES
     facet_size: int = DEFAULT_FACET_SIZE
     highlight: bool = True
     fields: tuple[str, ...] = SEARCH_FIELDS
+    tree: QueryTree = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        for name in ("authors", "categories", "years", "facets", "fields"):
+        for name in ("facets", "fields"):
             value = getattr(self, name)
-            if isinstance(value, str | int):
-                value = (value,)
-            object.__setattr__(self, name, tuple(value))
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
         if not isinstance(self.q, str):
             raise InvalidRequest("q must be a string", parameter="q")
         if len(self.q) > MAX_QUERY_LENGTH:
             raise InvalidRequest(f"q is longer than {MAX_QUERY_LENGTH} characters", parameter="q")
+        object.__setattr__(self, "filters", _checked_filters(self.filters))
         _check_choice("sort", self.sort, SORTS, allow_none=True)
         for facet in self.facets:
-            _check_choice("facets", facet, FACETS)
+            _check_choice("facets", facet, FACET_NAMES)
         if not self.fields:
             raise InvalidRequest("fields must name at least one field", parameter="fields")
         for name in self.fields:
@@ -60,13 +65,6 @@ class SearchRequest:
         _check_int("page", self.page, 1, MAX_PAGE)
         _check_int("per_page", self.per_page, 1, MAX_PER_PAGE)
         _check_int("facet_size", self.facet_size, 1, MAX_FACET_SIZE)
-        for name in ("authors", "categories", "years"):
-            if len(getattr(self, name)) > MAX_FILTER_VALUES:
-                raise InvalidRequest(
-                    f"at most {MAX_FILTER_VALUES} values of {name}", parameter=name
-                )
-        for year in self.years:
-            _check_int("year", year, MIN_YEAR, MAX_YEAR)
         for name in ("year_from", "year_to"):
             if getattr(self, name) is not None:
                 _check_int(name, getattr(self, name), MIN_YEAR, MAX_YEAR)
@@ -79,13 +77,14 @@ class SearchRequest:
                 "year_from is after year_to",
                 parameter="year_from",
             )
+        object.__setattr__(self, "tree", parse_query(self.q))
 
     @classmethod
-    def from_params(
-        cls, q: str = "", *, author=(), category=(), year=(), **options: Any
-    ) -> SearchRequest:
-        """A request from the parameter names of the HTTP and Python APIs (`author=[...]`)."""
-        return cls(q=q, authors=author, categories=category, years=year, **options)
+    def from_params(cls, q: str = "", **params: Any) -> SearchRequest:
+        """A request from the parameter names of the HTTP and Python APIs, where each facet's
+        filter is a keyword of its own (`author=[...]`, `year=2021`)."""
+        filters = {name: params.pop(name) for name in FACET_NAMES if name in params}
+        return cls(q=q, filters=filters, **params)
 
     @property
     def effective_sort(self) -> str:
@@ -95,30 +94,54 @@ class SearchRequest:
 
     def selected(self, facet: str) -> tuple[str, ...]:
         """The filter values of a facet, as strings (the form facet values take)."""
-        if facet == "author":
-            return self.authors
-        if facet == "category":
-            return self.categories
-        if facet == "year":
-            return tuple(str(y) for y in self.years)
-        raise InvalidRequest(f"unknown facet {facet!r}", parameter="facet")
+        facet_named(facet)
+        return tuple(str(value) for value in self.filters.get(facet, ()))
+
+    def with_filters(self, **filters: Iterable[str | int]) -> SearchRequest:
+        """The same request with these facets' selections replaced."""
+        return replace(self, filters={**self.filters, **filters})
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "q": self.q,
-            "author": list(self.authors),
-            "category": list(self.categories),
-            "year": list(self.years),
-            "year_from": self.year_from,
-            "year_to": self.year_to,
-            "sort": self.effective_sort,
-            "page": self.page,
-            "per_page": self.per_page,
-            "facets": list(self.facets),
-            "facet_size": self.facet_size,
-            "highlight": self.highlight,
-            "fields": list(self.fields),
-        }
+        data: dict[str, Any] = {"q": self.q}
+        for name in FACET_NAMES:
+            data[name] = list(self.filters.get(name, ()))
+        data.update(
+            {
+                "year_from": self.year_from,
+                "year_to": self.year_to,
+                "sort": self.effective_sort,
+                "page": self.page,
+                "per_page": self.per_page,
+                "facets": list(self.facets),
+                "facet_size": self.facet_size,
+                "highlight": self.highlight,
+                "fields": list(self.fields),
+            }
+        )
+        return data
+
+
+def _checked_filters(
+    filters: Mapping[str, Iterable[str | int] | str | int],
+) -> dict[str, tuple[str | int, ...]]:
+    """Each facet's selection as a tuple of distinct values of the facet's type."""
+    if not isinstance(filters, Mapping):
+        raise InvalidRequest("filters must map facet names to values", parameter="filters")
+    checked: dict[str, tuple[str | int, ...]] = {}
+    for name, values in filters.items():
+        if name not in FACET_NAMES:
+            raise InvalidRequest(
+                f"unknown filter {name!r}: filters are {', '.join(FACET_NAMES)}", parameter=name
+            )
+        facet = facet_named(name)
+        if isinstance(values, str | int):
+            values = (values,)
+        selected = tuple(dict.fromkeys(facet.filter_value(value) for value in values))
+        if len(selected) > MAX_FILTER_VALUES:
+            raise InvalidRequest(f"at most {MAX_FILTER_VALUES} values of {name}", parameter=name)
+        if selected:
+            checked[name] = selected
+    return checked
 
 
 def _check_choice(name: str, value: object, choices: tuple[str, ...], allow_none=False) -> None:

@@ -1,24 +1,22 @@
-"""The in-process Python API: `SearchService.open(index_dir).search(q=..., category=[...])`.
+"""The in-process Python API: `SearchService.open("index").search("q", category=[...])`.
 
-The same object serves HTTP requests (one per process, from `get_service()`), the web page and
-Python applications that embed the engine. Arguments are validated by the domain
-(`SearchRequest`) and the backend, raising `InvalidRequest` like the HTTP API does.
+The same object serves HTTP requests (one per process, see extension.py), the web page, the CLI
+and Python applications that embed the engine. Arguments are validated by the domain
+(`SearchRequest`) and the backend, raising `InvalidRequest` like the HTTP API does. Nothing here
+knows Flask or an engine: the engine is whatever the location names (backends.open_backend).
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from flask import Flask, current_app
-
-from searchsvc.backends import SearchBackend
+from searchsvc.backends import SearchBackend, WriteResult, open_backend
+from searchsvc.facets import FACET_NAMES, facet_named
 from searchsvc.query import (
     DEFAULT_FACET_SIZE,
     DEFAULT_PER_PAGE,
-    FACETS,
     SEARCH_FIELDS,
     AuthorView,
     FacetValue,
@@ -32,6 +30,7 @@ from searchsvc.records import Record
 
 DEFAULT_LIMIT = 10
 DEFAULT_AUTHOR_PER_PAGE = 20
+STATS_TOP = 10
 
 
 # A word no index holds, so that warm_up's search looks for a correction.
@@ -46,48 +45,46 @@ class SearchService:
         self._stats: IndexStats | None = None
 
     @classmethod
-    def open(cls, index_dir: str | os.PathLike[str]) -> SearchService:
-        """The index at `index_dir`, read-only; calls raise IndexUnavailable while there is none.
+    def open(cls, location: str | os.PathLike[str]) -> SearchService:
+        """The index at `location` (a path, `whoosh:///abs/path`, another engine's URL); reads
+        raise IndexUnavailable while there is no index.
 
         Rebuilds and updates of the index are picked up by the backend without reopening.
         """
-        # Imported here: the API and the web page import this module, never the engine itself.
-        from searchsvc.backends.whoosh.backend import WhooshBackend
-
-        return cls(WhooshBackend.open(index_dir))
+        return cls(open_backend(location))
 
     def search(
         self,
         q: str = "",
         *,
-        author: Iterable[str] | str = (),
-        category: Iterable[str] | str = (),
-        year: Iterable[int] | int = (),
         year_from: int | None = None,
         year_to: int | None = None,
         sort: str | None = None,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
-        facets: Iterable[str] = FACETS,
+        facets: Iterable[str] = FACET_NAMES,
         facet_size: int = DEFAULT_FACET_SIZE,
         highlight: bool = True,
         fields: Iterable[str] = SEARCH_FIELDS,
+        **filters: Iterable[str | int] | str | int,
     ) -> SearchResult:
-        """One page of ranked, filtered, faceted and highlighted hits."""
-        request = SearchRequest.from_params(
-            q,
-            author=author,
-            category=category,
-            year=year,
+        """One page of ranked, filtered, faceted and highlighted hits.
+
+        Filters are keywords named after the facets: `author=[...]`, `category="cs.DC"`,
+        `year=2021` (OR within a facet, AND across facets).
+        """
+        request = SearchRequest(
+            q=q,
+            filters=filters,
             year_from=year_from,
             year_to=year_to,
             sort=sort,
             page=page,
             per_page=per_page,
-            facets=facets,
+            facets=tuple(facets),
             facet_size=facet_size,
             highlight=highlight,
-            fields=fields,
+            fields=tuple(fields),
         )
         return self.search_request(request)
 
@@ -110,7 +107,9 @@ class SearchService:
     def facet_values(
         self, facet: str, prefix: str = "", limit: int = DEFAULT_LIMIT
     ) -> tuple[FacetValue, ...]:
-        """The most frequent values of a facet, optionally only those starting with `prefix`."""
+        """The most frequent values of a facet, optionally only those starting with `prefix`;
+        UnknownFacet for a name that is not a facet."""
+        facet_named(facet)
         return self.backend.facet_values(facet, prefix, limit)
 
     def author(
@@ -119,12 +118,15 @@ class SearchService:
         """An author's records (newest first, paged) with counts per year/category, coauthors."""
         return self.backend.author(name, page, per_page)
 
-    def stats(self) -> IndexStats:
-        """Document count, facet cardinalities and build time (computed once per index version)."""
+    def stats(self, top: int = STATS_TOP) -> IndexStats:
+        """Document count, the `top` values of each facet, cardinalities and build time
+        (computed once per index version for the default `top`)."""
+        if top != STATS_TOP:
+            return self.backend.stats(top)
         version = self.backend.version()
         stats = self._stats
         if stats is None or stats.version != version:
-            stats = self._stats = self.backend.stats()
+            stats = self._stats = self.backend.stats(top)
         return stats
 
     def warm_up(self) -> None:
@@ -146,6 +148,14 @@ class SearchService:
         """Every record in the index."""
         return self.backend.records()
 
+    def upsert(self, records: Iterable[Record]) -> WriteResult:
+        """Add or replace records by id, visible to searches when this returns."""
+        return self.backend.upsert(records)
+
+    def delete(self, record_ids: Iterable[str]) -> WriteResult:
+        """Delete records by id (ids not indexed are ignored), visible when this returns."""
+        return self.backend.delete(record_ids)
+
     def close(self) -> None:
         self.backend.close()
 
@@ -154,35 +164,3 @@ class SearchService:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
-
-
-class _ProcessService:
-    """Opens the app's SearchService on first use, once per process, and keeps it."""
-
-    def __init__(self, index_dir: str) -> None:
-        self.index_dir = index_dir
-        self._lock = threading.Lock()
-        self._service: SearchService | None = None
-        self._pid = 0
-
-    def get(self) -> SearchService:
-        service = self._service
-        # A forked worker must not share the parent's open files: reopen in each process.
-        if service is not None and self._pid == os.getpid():
-            return service
-        with self._lock:
-            if self._service is None or self._pid != os.getpid():
-                # A failure (IndexUnavailable) is not remembered: the next request tries again.
-                self._service = SearchService.open(self.index_dir)
-                self._pid = os.getpid()
-            return self._service
-
-
-def init_app(app: Flask) -> None:
-    """Give the app its (lazily opened) SearchService on `app.config["INDEX_DIR"]`."""
-    app.extensions["searchsvc.service"] = _ProcessService(app.config["INDEX_DIR"])
-
-
-def get_service() -> SearchService:
-    """The SearchService of the current Flask app (opened on first use in this process)."""
-    return current_app.extensions["searchsvc.service"].get()

@@ -1,10 +1,16 @@
-"""Shared fixtures: the seed corpus, small record sets and real Whoosh indexes in temp dirs."""
+"""Shared fixtures: the seed corpus, small record sets, real indexes built through the engine
+contract in temp dirs, and the app, its test client and a CLI runner over them.
+
+Session-scoped fixtures are built once for the whole run: tests must not write to them (a test
+that writes builds its own index, e.g. with tests.support.build_index on `tmp_path`).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS_DIR = ROOT / "seeds"
@@ -20,16 +26,20 @@ def seeds_dir() -> Path:
 @pytest.fixture(scope="session")
 def kaggle_sample() -> Path:
     if not KAGGLE_SAMPLE.exists():
-        pytest.skip(f"{KAGGLE_SAMPLE} is not present")
+        pytest.skip(
+            f"needs the 200-record Kaggle sample at {KAGGLE_SAMPLE} (the shared data directory "
+            "beside the checkout, ../shared/data)"
+        )
     return KAGGLE_SAMPLE
 
 
 @pytest.fixture(scope="session")
-def fixture_index(tmp_path_factory):
-    """A real index of tests.support.FIXTURE_RECORDS (5 records, one hostile). Do not modify."""
+def fixture_index(tmp_path_factory) -> str:
+    """The location of a real index of tests.support.FIXTURE_RECORDS (5 records, one hostile).
+    Do not modify."""
     from tests.support import build_index
 
-    return build_index(tmp_path_factory.mktemp("fixture-index"))
+    return build_index(tmp_path_factory.mktemp("fixture-index") / "index")
 
 
 @pytest.fixture(scope="session")
@@ -45,8 +55,43 @@ def seed_records():
 
 
 @pytest.fixture(scope="session")
-def seed_index(tmp_path_factory, seed_records):
-    """A real index of the 33 seed records. Do not modify."""
+def seed_index(tmp_path_factory, seed_records) -> str:
+    """The location of a real index of the 33 seed records. Do not modify."""
     from tests.support import build_index
 
-    return build_index(tmp_path_factory.mktemp("seed-index"), seed_records)
+    return build_index(tmp_path_factory.mktemp("seed-index") / "index", seed_records)
+
+
+@pytest.fixture(scope="session")
+def app(fixture_index):
+    """The Flask app over the fixture index."""
+    from searchsvc.app import create_app
+
+    return create_app({"INDEX": fixture_index, "TESTING": True})
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture(scope="session")
+def seed_app(seed_index):
+    """The Flask app over the seed index."""
+    from searchsvc.app import create_app
+
+    return create_app({"INDEX": seed_index, "TESTING": True})
+
+
+@pytest.fixture
+def seed_client(seed_app):
+    return seed_app.test_client()
+
+
+@pytest.fixture
+def runner():
+    """Runs `searchsvc` commands in-process: runner(*args) -> click's Result."""
+    from searchsvc.cli import main
+
+    cli = CliRunner()
+    return lambda *args: cli.invoke(main, [str(arg) for arg in args])

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
-from pathlib import Path
 
-from searchsvc.backends.whoosh.documents import to_document
-from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.backends import open_backend
 from searchsvc.records import Record
+
+# `make test-fast` sets this: property tests run a tenth of their examples (see `examples`).
+FAST = os.environ.get("SEARCHSVC_TESTS") == "fast"
+
+
+def examples(count: int) -> int:
+    """How many Hypothesis examples a property test runs: `count`, or a tenth of it (at least
+    5) in the fast edit-test loop."""
+    return max(5, count // 10) if FAST else count
+
 
 CHROMIUM = "/usr/bin/chromium"
 # Debian's Chromium for the browser tests and screenshots; without the background-networking
@@ -79,15 +88,16 @@ FIXTURE_RECORDS: tuple[Record, ...] = (
 )
 
 
-def build_index(root: Path, records: Iterable[Record] = FIXTURE_RECORDS) -> IndexDirectory:
-    """Build a real Whoosh index of `records` in `root` (a plain single writer)."""
-    directory = IndexDirectory(root)
-    with directory.build() as index:
-        writer = index.writer()
-        for record in records:
-            writer.add_document(**to_document(record))
-        writer.commit()
-    return directory
+def build_index(
+    location: str | os.PathLike[str], records: Iterable[Record] = FIXTURE_RECORDS
+) -> str:
+    """Build a real index of `records` at `location` through the engine contract; its location.
+
+    A path is the embedded Whoosh index; any engine's location works the same way.
+    """
+    with open_backend(location) as backend:
+        backend.rebuild(list(records))
+    return os.fspath(location)
 
 
 def multi_block_records(count: int = 300, start: int = 0) -> list[Record]:

@@ -14,15 +14,15 @@ OLD_STYLE_ID = "hep-th/9901001"
 
 @pytest.fixture(scope="module")
 def client(fixture_index):
-    return create_app({"INDEX_DIR": fixture_index.root, "TESTING": True}).test_client()
+    return create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
 
 
 @pytest.fixture(scope="module")
 def slash_client(tmp_path_factory):
     """An index holding a record whose id has a slash, as old arXiv ids do."""
     old = replace(FIXTURE_RECORDS[3], id=OLD_STYLE_ID, title="Old Style Identifier Paper")
-    directory = build_index(tmp_path_factory.mktemp("slash-index"), (*FIXTURE_RECORDS, old))
-    return create_app({"INDEX_DIR": directory.root, "TESTING": True}).test_client()
+    location = build_index(tmp_path_factory.mktemp("slash-index"), (*FIXTURE_RECORDS, old))
+    return create_app({"INDEX": location, "TESTING": True}).test_client()
 
 
 def get_json(client, url, status=200, **kwargs):
@@ -81,7 +81,10 @@ def test_facet_values_with_prefix_and_limit(client):
 
 
 def test_unknown_facet_is_404(client):
-    assert get_json(client, "/api/v1/facets/colour", status=404)["error"]["code"] == "not_found"
+    error = get_json(client, "/api/v1/facets/colour", status=404)["error"]
+    assert error["code"] == "unknown_facet"
+    assert error["details"] == {"facet": "colour", "facets": ["author", "year", "category"]}
+    assert "author, year, category" in error["message"]
 
 
 def test_author_view_pages_records_and_counts(client):
@@ -103,7 +106,7 @@ def test_stats(client, fixture_index):
     assert body["documents"] == len(FIXTURE_RECORDS)
     assert body["cardinalities"]["author"] == 6
     assert body["built_at"] and body["version"] and body["size_bytes"] > 0
-    assert body["index_dir"] == str(fixture_index.root)
+    assert body["index_dir"] == str(fixture_index)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from searchsvc.app import create_app
 
 @pytest.fixture(scope="module")
 def app(fixture_index):
-    return create_app({"INDEX_DIR": fixture_index.root, "TESTING": True})
+    return create_app({"INDEX_DIR": fixture_index, "TESTING": True})
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_missing_index_is_503_and_not_ready(tmp_path):
 
 
 def test_unexpected_exception_is_a_json_500(fixture_index):
-    app = create_app({"INDEX_DIR": fixture_index.root, "TESTING": True})
+    app = create_app({"INDEX_DIR": fixture_index, "TESTING": True})
 
     @app.route("/api/v1/boom")
     def boom():

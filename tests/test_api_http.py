@@ -15,7 +15,7 @@ from tests.support import FIXTURE_RECORDS, build_index
 
 @pytest.fixture(scope="module")
 def client(fixture_index):
-    return create_app({"INDEX_DIR": fixture_index.root, "TESTING": True}).test_client()
+    return create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
 
 
 def test_get_responses_carry_an_etag_and_revalidate(client):
@@ -32,7 +32,7 @@ def test_get_responses_carry_an_etag_and_revalidate(client):
 
 
 def test_cache_max_age_is_configurable(fixture_index):
-    app = create_app({"INDEX_DIR": fixture_index.root, "TESTING": True, "CACHE_MAX_AGE": 60})
+    app = create_app({"INDEX_DIR": fixture_index, "TESTING": True, "CACHE_MAX_AGE": 60})
     response = app.test_client().get("/api/v1/stats")
     assert response.headers["Cache-Control"] == "public, max-age=60"
 
@@ -73,7 +73,7 @@ def test_no_cors_by_default(client):
 
 def test_cors_for_configured_origins(fixture_index, monkeypatch):
     monkeypatch.setenv("SEARCHSVC_CORS_ORIGINS", "https://a.example, https://b.example")
-    client = create_app({"INDEX_DIR": fixture_index.root, "TESTING": True}).test_client()
+    client = create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
     allowed = client.get("/api/v1/stats", headers={"Origin": "https://b.example"})
     assert allowed.headers["Access-Control-Allow-Origin"] == "https://b.example"
     assert "Origin" in allowed.headers["Vary"]
@@ -89,7 +89,7 @@ def test_cors_for_configured_origins(fixture_index, monkeypatch):
 
 
 def test_cors_wildcard(fixture_index):
-    app = create_app({"INDEX_DIR": fixture_index.root, "TESTING": True, "CORS_ORIGINS": "*"})
+    app = create_app({"INDEX_DIR": fixture_index, "TESTING": True, "CORS_ORIGINS": "*"})
     response = app.test_client().get("/api/v1/stats", headers={"Origin": "https://x.example"})
     assert response.headers["Access-Control-Allow-Origin"] == "*"
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from searchsvc.app import create_app
-from searchsvc.query import FACETS, MAX_PER_PAGE, MAX_QUERY_LENGTH, SEARCH_FIELDS
+from searchsvc.facets import FACET_NAMES
+from searchsvc.query import MAX_PER_PAGE, MAX_QUERY_LENGTH, SEARCH_FIELDS
 from tests.support import FIXTURE_RECORDS, HOSTILE_TITLE
 
 
 @pytest.fixture(scope="module")
 def client(fixture_index):
-    return create_app({"INDEX_DIR": fixture_index.root, "TESTING": True}).test_client()
+    return create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
 
 
 def search(client, query_string=None, status=200):
@@ -28,7 +29,7 @@ def test_search_without_query_lists_every_record_newest_first(client):
     assert years == sorted(years, reverse=True)
     assert body["query"]["sort"] == "newest"
     assert body["page"] == 1 and body["per_page"] == 10 and body["pages"] == 1
-    assert set(body["facets"]) == set(FACETS)
+    assert set(body["facets"]) == set(FACET_NAMES)
     assert body["suggestion"] is None or isinstance(body["suggestion"], str)
 
 
@@ -61,7 +62,7 @@ def test_search_response_has_the_documented_shape(client):
         "sort": "relevance",
         "page": 1,
         "per_page": 10,
-        "facets": list(FACETS),
+        "facets": list(FACET_NAMES),
         "facet_size": 10,
         "highlight": True,
         "fields": list(SEARCH_FIELDS),

@@ -8,14 +8,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.cli import main
 from searchsvc.records import Record
+from searchsvc.service import SearchService
 from tests.support import FIXTURE_RECORDS, build_index
 
 
 def run(*args: str):
     return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def indexed_records(location) -> list[Record]:
+    with SearchService.open(location) as service:
+        return list(service.records())
 
 
 def assert_one_line_error(result, message: str) -> None:
@@ -96,7 +101,7 @@ def test_export_then_rebuild_from_it_gives_the_same_records(seed_cli_index, tmp_
 
 
 def test_index_update_upserts_by_id(tmp_path):
-    index_dir = build_index(tmp_path / "index").root
+    index_dir = build_index(tmp_path / "index")
     changed = {**FIXTURE_RECORDS[0].to_dict(), "title": "Fair Scheduling, Revised"}
     added = {**FIXTURE_RECORDS[1].to_dict(), "id": "2405.99999", "title": "A New Paper"}
     source = tmp_path / "more.jsonl"
@@ -106,7 +111,7 @@ def test_index_update_upserts_by_id(tmp_path):
 
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("read 2, indexed 2 (1 replaced), merged 0")
-    titles = {r.id: r.title for r in IndexDirectory(index_dir).records()}
+    titles = {r.id: r.title for r in indexed_records(index_dir)}
     assert len(titles) == len(FIXTURE_RECORDS) + 1
     assert titles[FIXTURE_RECORDS[0].id] == "Fair Scheduling, Revised"
 
@@ -132,22 +137,27 @@ def test_index_of_a_missing_path_is_a_one_line_error(tmp_path):
 
 
 def test_index_of_an_empty_file_is_a_one_line_error_and_keeps_the_index(tmp_path):
-    directory = build_index(tmp_path / "index")
-    live = directory.live_name()
+    location = build_index(tmp_path / "index")
+    with SearchService.open(location) as service:
+        live = service.version()
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
 
-    result = run("index", empty, "--index-dir", directory.root)
+    result = run("index", empty, "--index", location)
 
     assert_one_line_error(result, "empty")
-    assert directory.live_name() == live
+    with SearchService.open(location) as service:
+        assert service.version() == live
 
 
 def test_index_while_another_build_holds_the_lock_is_a_one_line_error(tmp_path, seeds_dir):
-    directory = build_index(tmp_path / "index")
+    # The Whoosh index's own lock stands for another process writing.
+    from searchsvc.backends.whoosh.store import IndexDirectory
+
+    directory = IndexDirectory(build_index(tmp_path / "index"))
 
     with directory.lock():
-        result = run("index", seeds_dir, "--index-dir", directory.root)
+        result = run("index", seeds_dir, "--index", directory.root)
 
     assert_one_line_error(result, "another build or update is running")
 
@@ -158,13 +168,39 @@ def test_stats_and_export_without_an_index_are_one_line_errors(tmp_path):
         assert_one_line_error(result, "no index at")
 
 
-def test_index_dir_comes_from_the_environment(tmp_path, monkeypatch):
-    index_dir = build_index(tmp_path / "env-index").root
-    monkeypatch.setenv("SEARCHSVC_INDEX_DIR", str(index_dir))
+@pytest.mark.parametrize("variable", ["SEARCHSVC_INDEX", "SEARCHSVC_INDEX_DIR"])
+def test_the_index_comes_from_the_environment(tmp_path, monkeypatch, variable):
+    location = build_index(tmp_path / "env-index")
+    monkeypatch.setenv(variable, location)
 
     result = CliRunner().invoke(main, ["stats", "--json"])
 
     assert json.loads(result.stdout)["documents"] == len(FIXTURE_RECORDS)
+
+
+def test_index_is_a_location_and_index_dir_its_older_name(tmp_path):
+    location = build_index(tmp_path / "index")
+    for option, value in (("--index", f"whoosh://{location}"), ("--index-dir", location)):
+        result = run("stats", "--json", option, value)
+        assert json.loads(result.stdout)["documents"] == len(FIXTURE_RECORDS), result.output
+
+
+@pytest.mark.parametrize(
+    ("location", "message"),
+    [
+        ("nosuch://host/index", "unknown index location scheme nosuch://"),
+        ("whoosh://host/index", "whoosh:///ABSOLUTE/PATH"),
+    ],
+)
+def test_a_bad_location_is_a_one_line_error(location, message):
+    for command in (["stats"], ["export"], ["search", "x"]):
+        assert_one_line_error(run(*command, "--index", location), message)
+
+
+def test_errors_name_the_index_by_its_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("stats", "--index", "index")
+    assert_one_line_error(result, f"no index at {tmp_path / 'index'}")
 
 
 def test_the_kaggle_sample_indexes_end_to_end_with_its_source_fields(kaggle_sample, tmp_path):
@@ -173,7 +209,7 @@ def test_the_kaggle_sample_indexes_end_to_end_with_its_source_fields(kaggle_samp
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("read 200, indexed 200, merged 0, skipped 0")
     first_line = json.loads(Path(kaggle_sample).read_text(encoding="utf-8").splitlines()[0])
-    records = {r.id: r for r in IndexDirectory(tmp_path / "index").records()}
+    records = {r.id: r for r in indexed_records(tmp_path / "index")}
     record = records[first_line["id"]]
     assert record.authors == ("C. Balázs", "E. L. Berger", "P. M. Nadolsky", "C. -P. Yuan")
     assert record.year == 2007

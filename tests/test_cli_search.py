@@ -15,7 +15,7 @@ def run(fixture_index):
     runner = CliRunner()
 
     def run(*args: str):
-        return runner.invoke(main, ["search", *args, "--index-dir", str(fixture_index.root)])
+        return runner.invoke(main, ["search", *args, "--index-dir", str(fixture_index)])
 
     return run
 
@@ -60,8 +60,34 @@ def test_a_suggestion_is_shown(run):
 def test_errors_are_one_line_and_exit_1(run, tmp_path):
     result = run("year:abc")
     assert result.exit_code == 1
-    assert result.output.strip().startswith("error: invalid query")
+    assert result.output.strip().startswith("error: year:abc is not a year")
     result = run("x", "--per-page", "1000")
     assert result.exit_code == 1 and "per_page" in result.output
     missing = CliRunner().invoke(main, ["search", "x", "--index-dir", str(tmp_path / "none")])
     assert missing.exit_code == 1 and missing.output.startswith("error: no index")
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ('"learned caches', "this quote is never closed (at character 1)"),
+        ("title:", "title: needs a word"),
+        ("author:", "author: needs a word"),
+        ("year:2023..2020", "the year range 2023..2020 ends before it starts (at character 6)"),
+        ("learning AND", "AND needs a word or a group after it (at character 10)"),
+        ("((learning", "this ( is never closed (at character 2)"),
+        ("learning)", "this ) has no ( before it (at character 9)"),
+        ("title:[a TO z]", "ranges are for years only"),
+    ],
+)
+def test_a_malformed_query_is_a_one_line_error_with_its_position(run, query, message):
+    result = run(query)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert message in result.stderr and result.stdout == ""
+
+
+def test_a_quoted_phrase_finds_only_adjacent_words(run):
+    # The shell's own quotes go around the phrase: searchsvc search '"learned caches"'.
+    assert "1 records" in run('"learned caches"').output
+    assert "0 records" in run('"caches learned"').output

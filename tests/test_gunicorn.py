@@ -56,12 +56,12 @@ def wait_until(condition, seconds: float = 15.0, interval: float = 0.1):
 @contextmanager
 def gunicorn(root: Path, *extra_args: str) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
     """gunicorn with gunicorn_conf.py and two workers, serving a temp index of the fixtures."""
-    index_dir = build_index(root / "index").root
+    index_dir = Path(build_index(root / "index"))
     port = free_port()
     log = root / "gunicorn.log"
     env = {
         **os.environ,
-        "SEARCHSVC_INDEX_DIR": str(index_dir),
+        "SEARCHSVC_INDEX": str(index_dir),
         "SEARCHSVC_WORKERS": "2",
         "PROMETHEUS_MULTIPROC_DIR": str(root / "metrics"),
     }

@@ -79,7 +79,7 @@ def test_pages_split_the_hits_and_a_page_past_the_end_is_empty(backend):
 
 
 def test_relevance_with_filters_pages_only_filtered_hits(backend):
-    result = backend.search(SearchRequest(q="learning", years=(2023,)))
+    result = backend.search(SearchRequest.from_params(q="learning", year=(2023,)))
     assert ids(result) == ["2301.00001"] and result.total == 1
 
 

@@ -17,7 +17,7 @@ from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.search.execute import parse_for
 from searchsvc.query import FacetValue, SearchRequest
 from searchsvc.texts import fold
-from tests.support import FIXTURE_RECORDS
+from tests.support import FIXTURE_RECORDS, examples
 
 
 @pytest.fixture(scope="module")
@@ -51,24 +51,24 @@ def test_filters_are_or_within_a_facet_and_and_across_facets(backend):
 
 
 def test_filter_values_match_case_and_accent_insensitively(backend):
-    result = backend.search(SearchRequest(authors=("c. balazs",), categories=("HEP-PH",)))
+    result = backend.search(SearchRequest.from_params(author=("c. balazs",), category=("HEP-PH",)))
     assert [hit.record.id for hit in result.hits] == ["0704.0001"]
 
 
 def test_an_unknown_filter_value_matches_nothing(backend):
-    assert backend.search(SearchRequest(authors=("Nobody",))).total == 0
+    assert backend.search(SearchRequest.from_params(author=("Nobody",))).total == 0
 
 
 def test_facets_count_all_matches_and_mark_selected_values(backend):
     result = backend.search(SearchRequest(q="learning"))
     assert counts(result, "category") == {"cs.DC": 1, "cs.LG": 2}
     assert counts(result, "author")["Shivaram Venkataraman"] == 2
-    selected = backend.search(SearchRequest(q="learning", categories=("cs.DC",)))
+    selected = backend.search(SearchRequest.from_params(q="learning", category=("cs.DC",)))
     assert [v for v in selected.facets["category"] if v.selected] == [FacetValue("cs.DC", 1, True)]
 
 
 def test_a_facet_is_counted_without_its_own_filter(backend):
-    result = backend.search(SearchRequest(categories=("cs.NI",)))
+    result = backend.search(SearchRequest.from_params(category=("cs.NI",)))
     assert result.total == 1
     # cs.LG stays selectable although the cs.NI filter excludes its records
     assert counts(result, "category")["cs.LG"] == 2
@@ -92,7 +92,7 @@ def test_only_the_facets_asked_for_are_counted(backend):
 
 
 def test_seed_category_filter_keeps_other_categories_counted(seed_backend):
-    result = seed_backend.search(SearchRequest(categories=("cs.DC",)))
+    result = seed_backend.search(SearchRequest.from_params(category=("cs.DC",)))
     assert counts(result, "category")["cs.LG"] == 11
 
 
@@ -147,7 +147,7 @@ def seed_vocabulary(seed_records):
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -159,11 +159,11 @@ def test_facet_counts_equal_a_slow_exact_computation(
     categories = sorted({c for r in seed_records for c in r.categories})
     years = sorted({r.year for r in seed_records if r.year})
     words = data.draw(st.lists(st.sampled_from(seed_vocabulary), max_size=3))
-    request = SearchRequest(
+    request = SearchRequest.from_params(
         q=" ".join(words),
-        authors=tuple(data.draw(st.lists(st.sampled_from(authors), max_size=2))),
-        categories=tuple(data.draw(st.lists(st.sampled_from(categories), max_size=2))),
-        years=tuple(data.draw(st.lists(st.sampled_from(years), max_size=2))),
+        author=tuple(data.draw(st.lists(st.sampled_from(authors), max_size=2))),
+        category=tuple(data.draw(st.lists(st.sampled_from(categories), max_size=2))),
+        year=tuple(data.draw(st.lists(st.sampled_from(years), max_size=2))),
         year_from=data.draw(st.none() | st.sampled_from(years)),
         facet_size=100,
         highlight=False,
@@ -178,8 +178,8 @@ def test_facet_counts_equal_a_slow_exact_computation(
 def test_fixture_facets_equal_the_slow_computation_for_every_single_filter(backend):
     for record in FIXTURE_RECORDS:
         for request in (
-            SearchRequest(authors=record.authors[:1]),
-            SearchRequest(q="learning", categories=record.categories[:1]),
+            SearchRequest.from_params(author=record.authors[:1]),
+            SearchRequest.from_params(q="learning", category=record.categories[:1]),
         ):
             total, facets = slow_search(backend, request)
             result = backend.search(request)
@@ -200,7 +200,7 @@ def _draw_mask(data, count: int) -> np.ndarray:
     return np.array(data.draw(st.lists(st.booleans(), min_size=count, max_size=count)), dtype=bool)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(doc_values=_VALUE_LISTS, data=st.data())
 def test_value_counts_and_top_values_equal_plain_counting(doc_values, data):
     column = ValueColumn.from_pairs(list(enumerate(doc_values)))
@@ -234,7 +234,7 @@ _SKEWED_VALUES = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(doc_values=_SKEWED_VALUES, data=st.data())
 def test_top_values_bounded_by_totals_equal_plain_counting(doc_values, data):
     column = ValueColumn.from_pairs(list(enumerate(doc_values)))
@@ -282,7 +282,7 @@ _NAME_PIECES = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.lists(_NAME_PIECES, max_size=6).map("".join), max_size=40))
 def test_word_start_index_is_every_folded_value_from_each_word_start(values):
     # What _index_word_starts built before it worked on all values at once: sorted pairs.

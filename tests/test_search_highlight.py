@@ -26,7 +26,7 @@ from searchsvc.backends.whoosh.accel.highlight import (
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.schema import text_analyzer
 from searchsvc.query import SearchRequest
-from tests.support import HOSTILE_TITLE
+from tests.support import HOSTILE_TITLE, examples
 
 
 class _Tags(HTMLParser):
@@ -169,7 +169,9 @@ def earlier_fragments_win_ties(monkeypatch):
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(text=_TEXTS, terms=_TERMS)
 def test_abstract_fragments_are_the_ones_whoosh_picks(earlier_fragments_win_ties, text, terms):
@@ -178,7 +180,7 @@ def test_abstract_fragments_are_the_ones_whoosh_picks(earlier_fragments_win_ties
     assert _format(text, _context_fragments(text, frozenset(terms))) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=_TEXTS, terms=_TERMS)
 def test_title_highlight_is_the_one_whoosh_gives(text, terms):
     expected = _whoosh_highlight(text, frozenset(terms), WholeFragmenter(), 1)

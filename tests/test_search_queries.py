@@ -18,6 +18,7 @@ from searchsvc.backends.whoosh.queries.compile import MAX_QUERY_WORDS
 from searchsvc.backends.whoosh.queries.expansion import MAX_EXPANSION
 from searchsvc.errors import QueryError
 from searchsvc.query import SearchRequest
+from tests.support import examples
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +213,9 @@ def test_wildcard_expansion_is_capped(fixture_index):
 
 
 @settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(100),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     st.text(
@@ -293,7 +296,7 @@ _LIMIT_PIECES = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.one_of(_ASCII_TEXTS, st.text(max_size=60)))
 def test_clean_replaces_what_the_per_character_version_replaced(text):
     assert queries.clean(text) == _clean_per_character(text)
@@ -304,7 +307,7 @@ def test_clean_of_every_ascii_character_is_that_of_the_per_character_version():
         assert queries.clean(chr(code)) == _clean_per_character(chr(code)), code
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(_LIMIT_PIECES, max_size=100).map("".join))
 @example("w " * 100)
 @example("w " * 101)

@@ -34,13 +34,13 @@ def test_a_phrase_finds_exactly_one_record(backend):
 
 
 def test_filtering_a_category_leaves_the_other_categories_counted(backend):
-    result = backend.search(SearchRequest(categories=("cs.DC",)))
+    result = backend.search(SearchRequest.from_params(category=("cs.DC",)))
     counts = {value.value: value.count for value in result.facets["category"]}
     assert counts["cs.LG"] == 11
 
 
 def test_author_filter_with_a_start_year(backend):
-    result = backend.search(SearchRequest(authors=("Aditya Akella",), year_from=2023))
+    result = backend.search(SearchRequest.from_params(author=("Aditya Akella",), year_from=2023))
     assert result.total == 11
 
 

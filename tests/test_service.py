@@ -11,14 +11,15 @@ from searchsvc.app import create_app
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
 from searchsvc.backends.whoosh.search import searcher as searcher_module
 from searchsvc.errors import IndexUnavailable, InvalidRequest, RecordNotFound
+from searchsvc.extension import get_service
 from searchsvc.query import Hit, IndexStats, SearchRequest, SearchResult, Suggestions
-from searchsvc.service import SearchService, get_service
+from searchsvc.service import SearchService
 from tests.support import FIXTURE_RECORDS, build_index
 
 
 @pytest.fixture(scope="module")
 def service(fixture_index):
-    with SearchService.open(fixture_index.root) as service:
+    with SearchService.open(fixture_index) as service:
         yield service
 
 
@@ -43,7 +44,7 @@ def test_search_request_runs_a_prepared_request(service):
 
 
 def test_same_answer_as_the_http_api(service, fixture_index):
-    client = create_app({"INDEX_DIR": fixture_index.root, "TESTING": True}).test_client()
+    client = create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
     body = client.get("/api/v1/search?q=learning&category=cs.LG").get_json()
     expected = service.search(q="learning", category=["cs.LG"]).to_dict()
     body.pop("took_ms"), expected.pop("took_ms")
@@ -111,12 +112,12 @@ def test_missing_index_raises_index_unavailable_until_one_is_built(tmp_path):
 
 
 def test_get_service_is_one_service_per_app_reused_across_requests(fixture_index):
-    app = create_app({"INDEX_DIR": fixture_index.root, "TESTING": True})
+    app = create_app({"INDEX_DIR": fixture_index, "TESTING": True})
     with app.app_context():
         first = get_service()
     with app.test_request_context("/"):
         assert get_service() is first
-    other = create_app({"INDEX_DIR": fixture_index.root, "TESTING": True})
+    other = create_app({"INDEX_DIR": fixture_index, "TESTING": True})
     with other.app_context():
         assert get_service() is not first
 
@@ -128,7 +129,7 @@ def test_warm_up_opens_the_index_or_says_why_not(service, tmp_path):
 
 
 def test_warm_up_loads_the_words_did_you_mean_reads(fixture_index, monkeypatch):
-    fresh = SearchService.open(fixture_index.root)  # nothing built yet, whatever ran before
+    fresh = SearchService.open(fixture_index)  # nothing built yet, whatever ran before
     fresh.warm_up()
 
     def not_again(*args, **kwargs):

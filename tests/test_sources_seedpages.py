@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from searchsvc.records import Deduplicator, Record, title_record_id
 from searchsvc.sources import Skipped, read_records, render_seed_page
+from tests.support import examples
 
 PAGE_HEADER = (
     "arXiv subjects\n\nAda Lovelace\n\n"
@@ -187,7 +188,9 @@ def _seed_page(draw) -> tuple[str, list[Record]]:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(page=_seed_page())
 def test_rendered_seed_page_reads_back_equal(tmp_path, page):

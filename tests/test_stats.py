@@ -45,7 +45,7 @@ def test_stats_report_build_details(fixture_index):
 
     assert stats.built_at is not None and stats.built_at.tzinfo is not None
     assert stats.version.startswith(fixture_index.live_name())
-    assert stats.index_dir == str(fixture_index.root)
+    assert stats.index_dir == str(fixture_index)
     assert stats.size_bytes > 0
     assert stats.to_dict()["documents"] == 5
 

@@ -54,12 +54,12 @@ def serve(index_dir: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def seed_server(seed_index) -> Iterator[str]:
-    yield from serve(seed_index.root)
+    yield from serve(seed_index)
 
 
 @pytest.fixture(scope="module")
 def fixture_server(fixture_index) -> Iterator[str]:
-    yield from serve(fixture_index.root)
+    yield from serve(fixture_index)
 
 
 @pytest.fixture

@@ -22,15 +22,18 @@ from searchsvc.errors import (
     QueryError,
     RecordNotFound,
     SearchsvcError,
+    UnknownFacet,
 )
 
 log = logging.getLogger(__name__)
 
-# Status of each domain error; any other SearchsvcError is a failure of the service (500).
+# Status of each domain error, for the API and the web page alike; any other SearchsvcError is
+# a failure of the service (500).
 STATUS_OF_ERROR: dict[type[SearchsvcError], int] = {
     InvalidRequest: 400,
     QueryError: 400,
     RecordNotFound: 404,
+    UnknownFacet: 404,
     IndexUnavailable: 503,
     BuildInProgress: 503,
 }
@@ -60,11 +63,13 @@ def error_response(
     return response
 
 
+def status_of(error: SearchsvcError) -> int:
+    """The HTTP status of a domain error."""
+    return next((s for kind, s in STATUS_OF_ERROR.items() if isinstance(error, kind)), 500)
+
+
 def handle_domain_error(error: SearchsvcError) -> Response:
-    status = next(
-        (s for kind, s in STATUS_OF_ERROR.items() if isinstance(error, kind)),
-        500,
-    )
+    status = status_of(error)
     if status == 500:
         log.error("unexpected %s: %s", type(error).__name__, error.message)
     return error_response(status, error.code, error.message, _plain(error.details))
@@ -80,10 +85,17 @@ def handle_unexpected_error(error: Exception) -> Response | HTTPException:
 
 def _plain(details: dict[str, Any]) -> dict[str, Any]:
     """Details as JSON-safe values (domain errors may carry any object)."""
-    return {
-        key: value if isinstance(value, str | int | float | bool | type(None)) else str(value)
-        for key, value in details.items()
-    }
+    return {key: _plain_value(value) for key, value in details.items()}
+
+
+def _plain_value(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool | type(None)):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain_value(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _plain_value(item) for key, item in value.items()}
+    return str(value)
 
 
 def _code_of(error: HTTPException) -> str:

@@ -13,7 +13,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from searchsvc import __version__
 from searchsvc.errors import SearchsvcError
-from searchsvc.service import get_service
+from searchsvc.extension import get_service
 
 COMPRESSIBLE = frozenset(
     ("application/json", "text/html", "text/plain", "text/css", "text/javascript")

@@ -22,7 +22,7 @@ from prometheus_client import (
 )
 
 from searchsvc.errors import SearchsvcError
-from searchsvc.service import get_service
+from searchsvc.extension import get_service
 
 # Module level: the registry is per process, whatever the number of apps created in it.
 REQUESTS = Counter(

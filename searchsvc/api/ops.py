@@ -7,8 +7,8 @@ from flask_smorest import Blueprint
 
 from searchsvc.api import schemas
 from searchsvc.api.metrics import metrics_response
+from searchsvc.extension import get_service
 from searchsvc.query import SearchRequest
-from searchsvc.service import get_service
 
 blp = Blueprint("ops", __name__, description="Liveness, readiness and metrics.")
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from searchsvc.query import FACETS, SORTS
+from searchsvc.facets import FACET_NAMES, FACETS, Facet
+from searchsvc.query import SORTS
 
 
 def _strings(**kwargs: Any) -> fields.List:
@@ -54,13 +55,10 @@ def _facet_table(**kwargs: Any) -> fields.Dict:
     return fields.Dict(keys=fields.String(), values=_facet_values(), required=True, **kwargs)
 
 
-class UnderstoodQuerySchema(Schema):
+class _UnderstoodQueryBase(Schema):
     """The search request as the service understood it (defaults filled in)."""
 
     q = fields.String(required=True)
-    author = _strings()
-    category = _strings()
-    year = fields.List(fields.Integer(), required=True)
     year_from = fields.Integer(required=True, allow_none=True)
     year_to = fields.Integer(required=True, allow_none=True)
     sort = fields.String(required=True, validate=validate.OneOf(SORTS))
@@ -70,6 +68,17 @@ class UnderstoodQuerySchema(Schema):
     facet_size = fields.Integer(required=True)
     highlight = fields.Boolean(required=True)
     search_fields = _strings(data_key="fields", attribute="fields")
+
+
+def _selection(facet: Facet) -> fields.List:
+    value = fields.Integer() if facet.value_type is int else fields.String()
+    return fields.List(value, required=True, metadata={"description": f"{facet.label} filter."})
+
+
+# One list of selected values per facet (facets.py), named after it.
+UnderstoodQuerySchema = _UnderstoodQueryBase.from_dict(
+    {facet.name: _selection(facet) for facet in FACETS}, name="UnderstoodQuerySchema"
+)
 
 
 class SearchResultSchema(Schema):
@@ -98,7 +107,7 @@ class SuggestionsSchema(Schema):
 
 
 class FacetValuesSchema(Schema):
-    facet = fields.String(required=True, validate=validate.OneOf(FACETS))
+    facet = fields.String(required=True, validate=validate.OneOf(FACET_NAMES))
     prefix = fields.String(required=True)
     values = _facet_values()
 

@@ -17,8 +17,9 @@ from marshmallow import Schema
 from webargs.flaskparser import FlaskParser
 
 from searchsvc.api import arguments, http, schemas
-from searchsvc.query import FACETS, SearchRequest
-from searchsvc.service import get_service
+from searchsvc.extension import get_service
+from searchsvc.facets import FACET_NAMES
+from searchsvc.query import SearchRequest
 
 
 class QueryParser(FlaskParser):
@@ -52,7 +53,14 @@ blp.after_request(http.add_caching_headers)
 
 # Record ids may hold slashes (old arXiv ids such as hep-th/9901001), hence `path`.
 RECORD = "/records/<path:record_id>"
-FACET = f"/facets/<any({', '.join(FACETS)}):facet>"
+FACET = "/facets/<facet>"
+# Any name reaches the view, so that an unknown one gets the JSON error naming the facets.
+FACET_PARAMETER = {
+    "in": "path",
+    "name": "facet",
+    "required": True,
+    "schema": {"type": "string", "enum": list(FACET_NAMES)},
+}
 ERRORS = {404: "NOT_FOUND", 503: "SERVICE_UNAVAILABLE"}
 
 
@@ -108,12 +116,12 @@ def suggest(args: dict[str, Any]) -> Response:
     return jsonify(get_service().suggest(args["q"], args["limit"]).to_dict())
 
 
-@blp.route(FACET)
+@blp.route(FACET, parameters=[FACET_PARAMETER])
 @blp.arguments(arguments.FacetArgsSchema(), location="query")
 @blp.response(200, schemas.FacetValuesSchema)
-@_responses(503)
+@_responses(404, 503)
 def facet_values(args: dict[str, Any], facet: str) -> Response:
-    """The most frequent values of a facet (author, year, category), with counts."""
+    """The most frequent values of a facet, with counts; 404 names the facets there are."""
     values = get_service().facet_values(facet, args["q"], args["limit"])
     return jsonify({"facet": facet, "prefix": args["q"], "values": [v.to_dict() for v in values]})
 

@@ -1,49 +1,108 @@
-"""Search backends: the interface every engine implements; Whoosh lives in `backends.whoosh`."""
+"""Search backends: the contract every engine implements, and opening one from a location.
+
+A location names an engine and its index, the same way in every entry point (`--index`,
+`SEARCHSVC_INDEX`, `SearchService.open(...)`):
+
+- a plain path (`index`, `/srv/index`) or `whoosh:///abs/path`: the embedded Whoosh index;
+- `SCHEME://...` for any other registered engine.
+
+Engines are imported only when a location names them, so the service never loads an engine it
+does not use. A new engine registers its scheme here (`BACKENDS`) and passes tests/contract/.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol
+import importlib
+import os
+import re
+from collections.abc import Callable
+from urllib.parse import unquote, urlsplit
 
-from searchsvc.query import (
-    AuthorView,
-    FacetValue,
-    Hit,
-    IndexStats,
-    SearchRequest,
-    SearchResult,
-    Suggestions,
+from searchsvc.backends.contract import (
+    NoProgress,
+    Progress,
+    SearchBackend,
+    WriteResult,
+    unique_by_id,
 )
-from searchsvc.records import Record
+from searchsvc.errors import InvalidLocation
+
+__all__ = [
+    "BACKENDS",
+    "NoProgress",
+    "Progress",
+    "SearchBackend",
+    "WriteResult",
+    "checked_location",
+    "location_url",
+    "open_backend",
+    "register_backend",
+    "unique_by_id",
+]
+
+# A backend factory takes the location (a URL) and opens the backend.
+BackendFactory = Callable[[str], SearchBackend]
+# scheme -> "module:factory", imported on first use.
+BACKENDS: dict[str, str | BackendFactory] = {
+    "whoosh": "searchsvc.backends.whoosh.backend:WhooshBackend.from_location",
+}
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
-class SearchBackend(Protocol):
-    """What the API, the web page, the CLI and Python callers need from a search engine."""
+def register_backend(scheme: str, factory: str | BackendFactory) -> None:
+    """Make `scheme://...` locations open with `factory` ("module:attribute" or a callable)."""
+    BACKENDS[scheme.lower()] = factory
 
-    def search(self, request: SearchRequest) -> SearchResult: ...
 
-    def get(self, record_id: str) -> Record:
-        """The record with this id; raises RecordNotFound."""
-        ...
+def location_url(location: str | os.PathLike[str]) -> str:
+    """The location as a URL: a plain path becomes `whoosh:///absolute/path`."""
+    text = os.fspath(location)
+    if not text.strip():
+        raise InvalidLocation("the index location is empty")
+    if _SCHEME.match(text):
+        return text
+    return "whoosh://" + os.path.abspath(text)
 
-    def similar(self, record_id: str, limit: int = 10) -> tuple[Hit, ...]: ...
 
-    def suggest(self, prefix: str, limit: int = 10) -> Suggestions: ...
+def checked_location(location: str | os.PathLike[str]) -> str:
+    """The location as a URL of a registered engine (not opened); InvalidLocation otherwise."""
+    url = location_url(location)
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in BACKENDS:
+        known = ", ".join(f"{name}://" for name in sorted(BACKENDS))
+        raise InvalidLocation(
+            f"unknown index location scheme {scheme}:// in {url} (known: {known}, or a path)"
+        )
+    return url
 
-    def facet_values(
-        self, facet: str, prefix: str = "", limit: int = 10
-    ) -> tuple[FacetValue, ...]: ...
 
-    def author(self, name: str, page: int = 1, per_page: int = 20) -> AuthorView: ...
+def open_backend(location: str | os.PathLike[str]) -> SearchBackend:
+    """The backend a location names; InvalidLocation for an unknown scheme or a malformed one.
 
-    def stats(self) -> IndexStats: ...
+    Opening does not reach the engine: an unreachable one fails the first call with
+    IndexUnavailable.
+    """
+    url = checked_location(location)
+    factory = BACKENDS[url.split("://", 1)[0].lower()]
+    if isinstance(factory, str):
+        factory = _import(factory)
+    return factory(url)
 
-    def version(self) -> str:
-        """A token that changes whenever the index content changes (for ETags and caches)."""
-        ...
 
-    def records(self) -> Iterator[Record]:
-        """Every record in the index (for export)."""
-        ...
+def whoosh_path(url: str) -> str:
+    """The directory of a `whoosh:///abs/path` location."""
+    parts = urlsplit(url)
+    if parts.netloc or not parts.path.startswith("/") or parts.query or parts.fragment:
+        raise InvalidLocation(
+            f"a Whoosh location is a path or whoosh:///ABSOLUTE/PATH (three slashes), not {url}"
+        )
+    return unquote(parts.path)
 
-    def close(self) -> None: ...
+
+def _import(target: str) -> BackendFactory:
+    module_name, _, attribute = target.partition(":")
+    value: object = importlib.import_module(module_name)
+    for name in attribute.split("."):
+        value = getattr(value, name)
+    assert callable(value)
+    return value  # type: ignore[return-value]

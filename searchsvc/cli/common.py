@@ -11,16 +11,19 @@ import click
 
 from searchsvc.errors import SearchsvcError
 
-DEFAULT_INDEX_DIR = "index"
+DEFAULT_INDEX = "index"
 
-index_dir_option = click.option(
+# `--index-dir` and SEARCHSVC_INDEX_DIR are the older names, still accepted.
+index_option = click.option(
+    "--index",
     "--index-dir",
-    type=click.Path(file_okay=False),
-    default=DEFAULT_INDEX_DIR,
-    envvar="SEARCHSVC_INDEX_DIR",
+    "index",
+    default=DEFAULT_INDEX,
+    envvar=["SEARCHSVC_INDEX", "SEARCHSVC_INDEX_DIR"],
     show_default=True,
     show_envvar=True,
-    help="Index location.",
+    metavar="LOCATION",
+    help="Index location: a directory (whoosh:///ABS/PATH), or another engine's URL.",
 )
 
 

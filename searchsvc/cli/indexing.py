@@ -8,11 +8,10 @@ from typing import IO
 
 import click
 
-from searchsvc.backends.whoosh.search.stats import index_stats
-from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.cli.common import index_dir_option, reports_errors
+from searchsvc.cli.common import index_option, reports_errors
 from searchsvc.indexer import BuildSummary, build_index, update_index
 from searchsvc.query import IndexStats
+from searchsvc.service import SearchService
 from searchsvc.sources import FORMATS
 
 # Skipped records listed one per line after a build; the rest are only counted.
@@ -21,7 +20,7 @@ MAX_SKIPPED_SHOWN = 20
 
 @click.command()
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
-@index_dir_option
+@index_option
 @click.option(
     "--format",
     "format_",
@@ -44,7 +43,7 @@ MAX_SKIPPED_SHOWN = 20
 @reports_errors
 def index(
     sources: tuple[Path, ...],
-    index_dir: str,
+    index: str,
     format_: str | None,
     update: bool,
     procs: int | None,
@@ -52,24 +51,26 @@ def index(
 ) -> None:
     """Build the index from SOURCE files or directories (seed pages, arXiv JSON, JSON lines).
 
-    The new index is written beside the live one and swapped in when complete.
+    The new index is written beside the live one and swapped in when complete; with --update,
+    the records are added to the live index, replacing those with the same id (the index is
+    created if there is none).
     """
     if update:
-        summary = update_index(sources, index_dir, format=format_, progress=progress)
+        summary = update_index(sources, index, format=format_, progress=progress)
     else:
-        summary = build_index(sources, index_dir, format=format_, progress=progress, procs=procs)
-    click.echo(summary_line(summary, index_dir))
+        summary = build_index(sources, index, format=format_, progress=progress, procs=procs)
+    click.echo(summary_line(summary, index))
     for line in skipped_lines(summary):
         click.echo(line, err=True)
 
 
-def summary_line(summary: BuildSummary, index_dir: str) -> str:
+def summary_line(summary: BuildSummary, index: str) -> str:
     """`read 36, indexed 33, merged 3, skipped 0 in 0.4 s (90 records/s) -> index/`."""
     replaced = f" ({summary.replaced} replaced)" if summary.replaced else ""
     return (
         f"read {summary.read}, indexed {summary.indexed}{replaced}, merged {summary.merged}, "
         f"skipped {summary.skipped_count} in {summary.seconds:.1f} s "
-        f"({summary.records_per_second:.0f} records/s) -> {index_dir.rstrip('/')}/"
+        f"({summary.records_per_second:.0f} records/s) -> {_shown(index)}"
     )
 
 
@@ -83,13 +84,14 @@ def skipped_lines(summary: BuildSummary) -> list[str]:
 
 
 @click.command()
-@index_dir_option
+@index_option
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)
 @reports_errors
-def stats(index_dir: str, as_json: bool, top: int) -> None:
+def stats(index: str, as_json: bool, top: int) -> None:
     """Document count, the most frequent authors, years and categories, and build time."""
-    figures = index_stats(IndexDirectory(index_dir), top=top)
+    with SearchService.open(index) as service:
+        figures = service.stats(top=top)
     if as_json:
         click.echo(json.dumps(figures.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -113,7 +115,7 @@ def stats_lines(figures: IndexStats) -> list[str]:
 
 
 @click.command()
-@index_dir_option
+@index_option
 @click.option(
     "--output",
     "-o",
@@ -122,10 +124,16 @@ def stats_lines(figures: IndexStats) -> list[str]:
     help="File to write (default: stdout).",
 )
 @reports_errors
-def export(index_dir: str, output: IO[str]) -> None:
+def export(index: str, output: IO[str]) -> None:
     """Every indexed record as JSON lines, the input `searchsvc index --format jsonl` reads."""
-    for record in IndexDirectory(index_dir).records():
-        output.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+    with SearchService.open(index) as service:
+        for record in service.records():
+            output.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+
+
+def _shown(index: str) -> str:
+    """A location as the summary shows it: a directory with a trailing slash, a URL as it is."""
+    return index if "://" in index else index.rstrip("/") + "/"
 
 
 COMMANDS: list[click.Command] = [index, stats, export]

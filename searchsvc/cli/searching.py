@@ -4,67 +4,79 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from html import unescape
+from typing import Any
 
 import click
 
-from searchsvc.cli.common import index_dir_option, reports_errors
-from searchsvc.query import DEFAULT_PER_PAGE, SORTS, SearchRequest, SearchResult
+from searchsvc.cli.common import index_option, reports_errors
+from searchsvc.facets import FACETS
+from searchsvc.params import search_request_from
+from searchsvc.query import DEFAULT_PER_PAGE, SORTS, SearchResult
+from searchsvc.service import SearchService
 
 _MARK = re.compile(r"<mark>(.*?)</mark>", re.DOTALL)
 _TAG = re.compile(r"<[^>]+>")
 
 
+def _facet_filters(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A repeatable `--<facet>` option per facet (facets.py)."""
+    for facet in reversed(FACETS):
+        command = click.option(
+            f"--{facet.name}",
+            facet.name,
+            multiple=True,
+            metavar=facet.name.upper(),
+            help=f"{facet.filter_help} (repeatable: any of them).",
+        )(command)
+    return command
+
+
 @click.command()
 @click.argument("query", required=False, default="")
-@index_dir_option
-@click.option(
-    "--author", "authors", multiple=True, help="Only records by this author (repeatable)."
-)
-@click.option("--category", "categories", multiple=True, help="Only this category (repeatable).")
-@click.option("--year", "years", type=int, multiple=True, help="Only this year (repeatable).")
-@click.option("--from", "year_from", type=int, help="Only records from this year on.")
-@click.option("--to", "year_to", type=int, help="Only records up to this year.")
+@index_option
+@_facet_filters
+@click.option("--from", "year_from", metavar="YEAR", help="Only records from this year on.")
+@click.option("--to", "year_to", metavar="YEAR", help="Only records up to this year.")
 @click.option(
     "--sort", type=click.Choice(SORTS), help="Default: relevance with a query, newest without."
 )
-@click.option("--page", type=int, default=1, show_default=True)
-@click.option("--per-page", type=int, default=DEFAULT_PER_PAGE, show_default=True)
+# Numbers are checked by the translator, with the API's messages.
+@click.option("--page", default="1", metavar="INTEGER", show_default=True)
+@click.option("--per-page", default=str(DEFAULT_PER_PAGE), metavar="INTEGER", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the SearchResult as JSON.")
 @reports_errors
 def search(
     query: str,
-    index_dir: str,
-    authors: tuple[str, ...],
-    categories: tuple[str, ...],
-    years: tuple[int, ...],
-    year_from: int | None,
-    year_to: int | None,
+    index: str,
+    year_from: str | None,
+    year_to: str | None,
     sort: str | None,
-    page: int,
-    per_page: int,
+    page: str,
+    per_page: str,
     as_json: bool,
+    **filters: tuple[str, ...],
 ) -> None:
     """Search the index: ranked hits with highlighted words, and facet counts.
 
     QUERY uses the query language: words, "phrases", AND/OR/NOT, (groups), title:, abstract:,
-    author:, category:, year:2020..2023, sched*, schedular~.
+    author:, category:, year:2020..2023, sched*, schedular~. Quote it for the shell, so that
+    its own quotes reach the query: searchsvc search '"learned caches"'.
     """
-    from searchsvc.backends.whoosh.backend import WhooshBackend
-
-    request = SearchRequest(
-        q=query,
-        authors=authors,
-        categories=categories,
-        years=years,
-        year_from=year_from,
-        year_to=year_to,
-        sort=sort,
-        page=page,
-        per_page=per_page,
-    )
-    with WhooshBackend.open(index_dir) as backend:
-        result = backend.search(request)
+    # The parameters as the API would receive them, through the same translator.
+    params = {
+        "q": query,
+        **{name: list(values) for name, values in filters.items()},
+        "year_from": year_from,
+        "year_to": year_to,
+        "sort": sort,
+        "page": page,
+        "per_page": per_page,
+    }
+    request = search_request_from(params)
+    with SearchService.open(index) as service:
+        result = service.search_request(request)
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:

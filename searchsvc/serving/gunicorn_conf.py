@@ -77,7 +77,7 @@ def on_starting(server) -> None:
 def post_worker_init(worker) -> None:
     """Open the index and fill its caches before the worker takes its first request."""
     from searchsvc.errors import SearchsvcError
-    from searchsvc.service import get_service
+    from searchsvc.extension import get_service
 
     app = getattr(worker, "wsgi", None)
     if not hasattr(app, "app_context"):

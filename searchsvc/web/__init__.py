@@ -5,21 +5,19 @@ from __future__ import annotations
 from flask import Flask, current_app, render_template
 from werkzeug.exceptions import HTTPException
 
-from searchsvc.errors import IndexUnavailable, InvalidRequest, QueryError, RecordNotFound
+from searchsvc.api.errors import status_of
+from searchsvc.errors import QueryError, SearchsvcError
 from searchsvc.web.views import bp
 
-# Domain errors become friendly pages here, once; the messages are written for people.
-_ERROR_PAGES = {
-    InvalidRequest: (400, "That search address is not valid"),
-    QueryError: (400, "That query cannot be searched"),
-    RecordNotFound: (404, "Not found"),
-    IndexUnavailable: (503, "Search is not available right now"),
-}
-
-_HTTP_TITLES = {
+# Titles of the error pages, by status (the status of each domain error is the API's, one map
+# for both: api/errors.py); the messages under them are written for people.
+_TITLES = {
+    400: "That search address is not valid",
     404: "Not found",
     413: "That search is too long",
     414: "That search is too long",
+    500: "Something went wrong",
+    503: "Search is not available right now",
 }
 
 
@@ -28,16 +26,14 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(bp)
 
 
-@bp.errorhandler(InvalidRequest)
-@bp.errorhandler(QueryError)
-@bp.errorhandler(RecordNotFound)
-@bp.errorhandler(IndexUnavailable)
-def _domain_error(error: Exception) -> tuple[str, int]:
-    status, title = next(v for k, v in _ERROR_PAGES.items() if isinstance(error, k))
-    shown: Exception | None = error
-    if isinstance(error, IndexUnavailable):
+@bp.errorhandler(SearchsvcError)
+def _domain_error(error: SearchsvcError) -> tuple[str, int]:
+    status = status_of(error)
+    title = "That query cannot be searched" if isinstance(error, QueryError) else _TITLES[status]
+    shown: SearchsvcError | None = error
+    if status >= 500:
         # The message names paths and commands for the operator, not for the reader.
-        current_app.logger.warning("web page without an index: %s", error)
+        current_app.logger.warning("web page unavailable: %s", error.message)
         shown = None
     return render_template("web/error.html", status=status, title=title, error=shown), status
 
@@ -45,7 +41,7 @@ def _domain_error(error: Exception) -> tuple[str, int]:
 @bp.errorhandler(HTTPException)
 def _http_error(error: HTTPException) -> tuple[str, int]:
     status = error.code or 500
-    title = _HTTP_TITLES.get(status, error.name)
+    title = _TITLES.get(status, error.name) if status != 400 else error.name
     return render_template("web/error.html", status=status, title=title, error=None), status
 
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from urllib.parse import urlencode
 
 from werkzeug.datastructures import MultiDict
 
 from searchsvc.errors import InvalidRequest
+from searchsvc.params import query_params, search_request_from
 from searchsvc.query import MAX_FACET_SIZE, MAX_PAGE, MAX_QUERY_LENGTH, SORTS, SearchRequest
 from searchsvc.records import MAX_YEAR, MIN_YEAR
 
@@ -20,57 +22,56 @@ PER_PAGE = 10
 _INTEGER = re.compile(r"-?[0-9]{1,9}")
 # Facet counts fetched per search: enough years for the histogram, and a "more" list per facet.
 FACET_SIZE = min(50, MAX_FACET_SIZE)
-# The query-string names of the repeatable filters, with the SearchRequest field each fills.
-FILTERS = {"author": "authors", "category": "categories", "year": "years"}
+YEAR_PARAMETERS = ("year", "year_from", "year_to")
 
 
 def parse_search_args(args: MultiDict[str, str]) -> SearchRequest:
-    """The SearchRequest a search page URL asks for; InvalidRequest names the bad parameter."""
-    years = tuple(_integer("year", value) for value in _values(args, "year"))
-    sort = (args.get("sort") or "").strip() or None
-    if sort is not None and sort not in SORTS:
-        raise InvalidRequest(
-            f"Sort must be one of: {', '.join(SORTS)}", parameter="sort", value=sort
-        )
-    year_from = _optional_integer(args, "year_from")
-    year_to = _optional_integer(args, "year_to")
-    page = _optional_integer(args, "page")
+    """The SearchRequest a search page URL asks for; InvalidRequest names the bad parameter.
+
+    The translation is the API's (params.py); the page only fixes its page size and words the
+    errors for someone who followed a link rather than wrote an API call.
+    """
     try:
-        return SearchRequest(
-            q=args.get("q", ""),
-            authors=_values(args, "author"),
-            categories=_values(args, "category"),
-            years=years,
-            year_from=year_from,
-            year_to=year_to,
-            sort=sort,
-            page=1 if page is None else page,
-            per_page=PER_PAGE,
-            facet_size=FACET_SIZE,
+        return search_request_from(
+            args,
+            overrides={"per_page": PER_PAGE, "facet_size": FACET_SIZE},
+            blank_is_absent=True,
         )
     except InvalidRequest as exc:
-        raise _for_people(exc, year_from, year_to) from exc
+        raise _for_people(exc, args) from exc
 
 
-def _for_people(
-    error: InvalidRequest, year_from: int | None, year_to: int | None
-) -> InvalidRequest:
+def _for_people(error: InvalidRequest, args: MultiDict[str, str]) -> InvalidRequest:
     """The same error, worded for someone who followed a link rather than wrote an API call."""
-    parameter = error.details.get("parameter")
+    parameter = str(error.details.get("parameter") or "")
+    given = [value.strip() for value in args.getlist(parameter) if value.strip()]
+    not_whole = next((value for value in given if not _INTEGER.fullmatch(value)), None)
     if parameter == "q":
         message = f"The search text is too long: at most {MAX_QUERY_LENGTH:,} characters, please"
     elif parameter == "page":
-        message = f"The page number must be from 1 to {MAX_PAGE:,}"
-    elif parameter == "year_from" and year_from is not None and year_to is not None:
-        if year_from > year_to:
+        message = (
+            f"The page number must be a whole number, such as 2 — not “{not_whole[:40]}”"
+            if not_whole is not None
+            else f"The page number must be from 1 to {MAX_PAGE:,}"
+        )
+    elif parameter in YEAR_PARAMETERS and not_whole is not None:
+        message = f"A year must be a whole number, such as 2021 — not “{not_whole[:40]}”"
+    elif parameter in YEAR_PARAMETERS:
+        year_from, year_to = (_integer_or_none(args, name) for name in ("year_from", "year_to"))
+        if parameter == "year_from" and year_from and year_to and year_from > year_to:
             message = f"The year range starts after it ends (from {year_from} to {year_to})"
         else:
             message = f"Years must be from {MIN_YEAR} to {MAX_YEAR}"
-    elif parameter in ("year", "year_from", "year_to"):
-        message = f"Years must be from {MIN_YEAR} to {MAX_YEAR}"
+    elif parameter == "sort":
+        message = f"Sort must be one of: {', '.join(SORTS)}"
     else:
         return error
     return InvalidRequest(message, **error.details)
+
+
+def _integer_or_none(args: MultiDict[str, str], name: str) -> int | None:
+    text = (args.get(name) or "").strip()
+    return int(text) if _INTEGER.fullmatch(text) else None
 
 
 def parse_page(args: MultiDict[str, str]) -> int:
@@ -85,18 +86,13 @@ def parse_page(args: MultiDict[str, str]) -> int:
     return page
 
 
-def _values(args: MultiDict[str, str], name: str) -> tuple[str, ...]:
-    # A plain GET form sends empty fields too (`year_from=`): they mean "not set".
-    return tuple(dict.fromkeys(v.strip() for v in args.getlist(name) if v.strip()))
-
-
 def _optional_integer(args: MultiDict[str, str], name: str) -> int | None:
     text = (args.get(name) or "").strip()
     return _integer(name, text) if text else None
 
 
 def _integer(name: str, text: str) -> int:
-    what, example = ("A year", "2021") if name.startswith("year") else ("The page number", "2")
+    what, example = "The page number", "2"
     if not _INTEGER.fullmatch(text):
         raise InvalidRequest(
             f"{what} must be a whole number, such as {example} — not “{text[:40]}”",
@@ -107,21 +103,11 @@ def _integer(name: str, text: str) -> int:
 
 
 def query_pairs(request: SearchRequest, *, page: int | None = None) -> list[tuple[str, str]]:
-    """The query-string pairs of a request, in a stable order, defaults left out."""
-    pairs: list[tuple[str, str]] = []
-    if request.q:
-        pairs.append(("q", request.q))
-    for name, field in FILTERS.items():
-        pairs.extend((name, str(value)) for value in getattr(request, field))
-    for name in ("year_from", "year_to"):
-        if getattr(request, name) is not None:
-            pairs.append((name, str(getattr(request, name))))
-    if request.sort:
-        pairs.append(("sort", request.sort))
-    page = request.page if page is None else page
-    if page > 1:
-        pairs.append(("page", str(page)))
-    return pairs
+    """The query-string pairs of a request, in a stable order, defaults left out (the page's
+    fixed page size and facet size are not the URL's to say)."""
+    if page is not None:
+        request = replace(request, page=page)
+    return query_params(request, omit=("per_page", "facet_size"))
 
 
 def search_href(pairs: Iterable[tuple[str, str]]) -> str:
@@ -185,11 +171,9 @@ class SearchLinks:
     def filter_count(self) -> int:
         r = self.request
         ranges = (r.year_from is not None) or (r.year_to is not None)
-        return len(r.authors) + len(r.categories) + len(r.years) + int(ranges)
+        return sum(len(values) for values in r.filters.values()) + int(ranges)
 
     @property
     def has_filters(self) -> bool:
         r = self.request
-        return bool(
-            r.authors or r.categories or r.years or r.year_from is not None or r.year_to is not None
-        )
+        return bool(r.filters) or r.year_from is not None or r.year_to is not None

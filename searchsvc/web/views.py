@@ -9,9 +9,10 @@ from flask import Blueprint, Response, jsonify, render_template, request, url_fo
 from markupsafe import Markup, escape
 
 from searchsvc.errors import InvalidRequest, QueryError, RecordNotFound
+from searchsvc.extension import get_service
+from searchsvc.facets import facet_named
 from searchsvc.query import SORTS, Hit, SearchRequest, SearchResult
 from searchsvc.records import Record
-from searchsvc.service import get_service
 from searchsvc.web.bibtex import to_bibtex
 from searchsvc.web.charts import year_bars
 from searchsvc.web.params import SearchLinks, parse_page, parse_search_args, search_href
@@ -32,7 +33,8 @@ SORT_LABELS = {
 }
 HIGHLIGHTED_FIELDS = ("title", "abstract")
 _MARK_TAG = re.compile(r"</?mark>")
-FACET_LABELS = {"category": "Category", "year": "Year", "author": "Author"}
+# The sidebar's order of the facets.
+SIDEBAR_FACETS = ("category", "year", "author")
 # Values shown before the rest of a facet folds into a "more" disclosure.
 FACET_VISIBLE = 8
 
@@ -60,12 +62,10 @@ class FacetGroup:
 def search() -> tuple[str, int] | str:
     try:
         search_request = parse_search_args(request.args)
-    except InvalidRequest as exc:
+    except (InvalidRequest, QueryError) as exc:
+        # The page stays usable: the form keeps what was typed, with the error above it.
         return _search_page(None, None, error=exc), 400
-    try:
-        result = get_service().search_request(search_request)
-    except QueryError as exc:
-        return _search_page(search_request, None, error=exc), 400
+    result = get_service().search_request(search_request)
     return _search_page(search_request, result)
 
 
@@ -98,19 +98,19 @@ def _search_page(
 def _facet_groups(result: SearchResult) -> list[FacetGroup]:
     """Sidebar checkboxes per facet; a selected value is always shown, even outside the top N."""
     groups = []
-    for facet in ("category", "year", "author"):
-        selected = set(result.request.selected(facet))
+    for facet in (facet_named(name) for name in SIDEBAR_FACETS):
+        selected = set(result.request.selected(facet.name))
         options = [
             FacetOption(v.value, v.count, v.selected or v.value in selected)
-            for v in result.facets.get(facet, ())
+            for v in result.facets.get(facet.name, ())
         ]
         listed = {option.value for option in options}
         options += [FacetOption(v, None, True) for v in sorted(selected - listed)]
-        if facet == "year":
+        if facet.order == "value_descending":
             options.sort(key=lambda option: option.value, reverse=True)
         shown = [o for i, o in enumerate(options) if i < FACET_VISIBLE or o.selected]
         more = [o for i, o in enumerate(options) if i >= FACET_VISIBLE and not o.selected]
-        groups.append(FacetGroup(facet, FACET_LABELS[facet], shown, more))
+        groups.append(FacetGroup(facet.name, facet.label, shown, more))
     return groups
 
 

@@ -1,10 +1,25 @@
-"""WhooshBackend: the SearchBackend over an index directory of generations (see store.py)."""
+"""WhooshBackend: the engine contract over an index directory of generations (see store.py)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
+from searchsvc.backends import whoosh_path
+from searchsvc.backends.contract import (
+    NoProgress,
+    Progress,
+    SearchBackend,
+    WriteResult,
+    unique_by_id,
+)
+from searchsvc.backends.whoosh.build.writer import (
+    add_records,
+    apply_changes,
+    choose_procs,
+    describe_writer,
+)
 from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.search.authors import author_view
 from searchsvc.backends.whoosh.search.execute import execute_search
@@ -14,6 +29,7 @@ from searchsvc.backends.whoosh.search.stats import index_stats
 from searchsvc.backends.whoosh.search.suggest import autocomplete, facet_values
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.errors import InvalidRequest, RecordNotFound
+from searchsvc.facets import facet_named
 from searchsvc.query import (
     MAX_PER_PAGE,
     AuthorView,
@@ -28,26 +44,32 @@ from searchsvc.records import Record
 
 # Key words drawn from a record to find similar ones ("more like this").
 SIMILAR_KEY_TERMS = 10
-STATS_TOP = 10
 
 
-class WhooshBackend:
+class WhooshBackend(SearchBackend):
     """Search over the live generation of an index directory; safe to share between threads.
 
-    Opening does not need an index to exist yet: calls raise IndexUnavailable until one does,
-    and a rebuild or an update becomes visible within about a second.
+    Opening does not need an index to exist yet: reads raise IndexUnavailable until one does,
+    and a rebuild or an update (by this process or another) becomes visible within a second.
     """
 
     def __init__(
         self, directory: IndexDirectory, refresh_interval: float = REFRESH_INTERVAL
     ) -> None:
         self.directory = directory
+        self.location = "whoosh://" + str(directory.root)
         self._searchers = SearcherManager(directory, refresh_interval)
 
     @classmethod
     def open(cls, index_dir: str | os.PathLike[str]) -> WhooshBackend:
         return cls(IndexDirectory(index_dir))
 
+    @classmethod
+    def from_location(cls, url: str) -> WhooshBackend:
+        """The backend of a `whoosh:///abs/path` location."""
+        return cls(IndexDirectory(whoosh_path(url)))
+
+    # -- read side ---------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> SearchResult:
         with self._searchers.view() as view:
             return execute_search(view, request)
@@ -83,6 +105,7 @@ class WhooshBackend:
             return autocomplete(view, prefix, limit)
 
     def facet_values(self, facet: str, prefix: str = "", limit: int = 10) -> tuple[FacetValue, ...]:
+        facet_named(facet)
         limit = _check_limit(limit)
         with self._searchers.view() as view:
             return facet_values(view.facets, facet, prefix, limit)
@@ -93,27 +116,93 @@ class WhooshBackend:
         with self._searchers.view() as view:
             return author_view(view.searcher, view.facets, name, page, per_page)
 
-    def stats(self) -> IndexStats:
-        return index_stats(self.directory, top=STATS_TOP)
+    def stats(self, top: int = 10) -> IndexStats:
+        return index_stats(self.directory, top=top)
 
     def version(self) -> str:
         return self._searchers.version()
 
     def records(self) -> Iterator[Record]:
         # A searcher of its own: an export may outlive many refreshes of the shared ones.
-        index = self.directory.open()
-        with index.searcher() as searcher:
-            for _, stored in searcher.reader().iter_docs():
-                yield from_stored(stored)
+        return self.directory.records()
+
+    # -- write side --------------------------------------------------------------------------
+    def check_writable(self) -> None:
+        # Taking the lock for a moment fails a second writer at once (BuildInProgress), before
+        # it reads any input. (No directory yet: nobody can hold its lock, and a write that then
+        # fails on its input leaves no empty directory behind.)
+        if self.directory.root.exists():
+            with self.directory.lock():
+                pass
+
+    def rebuild(
+        self,
+        records: Sequence[Record],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        procs: int | None = None,
+        progress: Progress | None = None,
+    ) -> WriteResult:
+        records = unique_by_id(records)
+        progress = progress or NoProgress()
+        procs = choose_procs(len(records), procs)
+        saved = {**(metadata or {}), "writer": describe_writer(procs), "documents": len(records)}
+        with self.directory.build(saved) as index:
+            add_records(index, records, procs, progress.advance, lambda: progress.stage("commit"))
+        self.refresh()
+        return WriteResult(
+            added=len(records), version=self.version(), writer=describe_writer(procs)
+        )
+
+    def write(
+        self,
+        upserts: Sequence[Record] = (),
+        deletes: Sequence[str] = (),
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        progress: Progress | None = None,
+    ) -> WriteResult:
+        upserts = unique_by_id(upserts)
+        if not self.directory.exists():
+            # No index yet: the first write builds one (deleting from nothing deletes nothing).
+            if not upserts:
+                return WriteResult(version="")
+            return self.rebuild(upserts, metadata=metadata, progress=progress)
+        progress = progress or NoProgress()
+        last_update = dict(metadata or {})
+        with self.directory.update({"last_update": last_update}) as index:
+            with index.searcher() as searcher:
+                present = {
+                    record_id
+                    for record_id in {*(r.id for r in upserts), *deletes}
+                    if searcher.document_number(id=record_id) is not None
+                }
+            replaced = sum(1 for record in upserts if record.id in present)
+            upserted = {record.id for record in upserts}
+            deleted = sum(1 for record_id in set(deletes) - upserted if record_id in present)
+            apply_changes(
+                index, upserts, deletes, progress.advance, lambda: progress.stage("commit")
+            )
+            last_update.update(
+                {"added": len(upserts) - replaced, "replaced": replaced, "deleted": deleted}
+            )
+        self.refresh()
+        return WriteResult(
+            added=len(upserts) - replaced,
+            replaced=replaced,
+            deleted=deleted,
+            version=self.version(),
+            writer=describe_writer(1),
+        )
+
+    def refresh(self) -> None:
+        self._searchers.refresh()
 
     def close(self) -> None:
         self._searchers.close()
 
     def __enter__(self) -> WhooshBackend:
         return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def _check_limit(limit: int) -> int:

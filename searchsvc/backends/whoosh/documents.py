@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from searchsvc.facets import FACETS, facet_named
 from searchsvc.records import Record
 from searchsvc.texts import title_key
 
 # Separators of the packed facet column; record values never contain control characters.
 _FACET_SEP, _VALUE_SEP = "\x1e", "\x1f"
+# The facets in the packed column, in the order of its parts: fixed by the index format (a new
+# facet is appended, and the schema version bumped).
+PACKED_FACETS = ("year", "author", "category")
 
 # Whoosh stores None poorly for some field types; these stored fields may be absent.
 _OPTIONAL = ("url", "doi", "journal_ref", "comments")
@@ -57,17 +61,20 @@ def from_stored(stored: dict[str, Any]) -> Record:
 
 
 def pack_facets(record: Record) -> bytes:
-    """Year, authors and categories of a record as one column value."""
-    year = "" if record.year is None else str(record.year)
-    parts = (year, _VALUE_SEP.join(record.authors), _VALUE_SEP.join(record.categories))
+    """Every facet's values of a record as one column value (in PACKED_FACETS order)."""
+    parts = (_VALUE_SEP.join(facet_named(name).values_of(record)) for name in PACKED_FACETS)
     return _FACET_SEP.join(parts).encode("utf-8")
 
 
-def unpack_facets(packed: bytes) -> tuple[int | None, tuple[str, ...], tuple[str, ...]]:
-    """Inverse of `pack_facets`: (year, authors, categories)."""
-    year, authors, categories = packed.decode("utf-8").split(_FACET_SEP)
-    return (
-        int(year) if year else None,
-        tuple(authors.split(_VALUE_SEP)) if authors else (),
-        tuple(categories.split(_VALUE_SEP)) if categories else (),
-    )
+def unpack_facets(packed: bytes) -> dict[str, tuple[str, ...]]:
+    """Inverse of `pack_facets`: each facet's values, as strings."""
+    parts = packed.decode("utf-8").split(_FACET_SEP)
+    return {
+        name: tuple(part.split(_VALUE_SEP)) if part else ()
+        for name, part in zip(PACKED_FACETS, parts, strict=True)
+    }
+
+
+def stored_facets(stored: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Each facet's values from a document's stored fields (indexes older than the column)."""
+    return {facet.name: facet.values_of(from_stored(stored)) for facet in FACETS}

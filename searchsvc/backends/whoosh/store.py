@@ -57,7 +57,8 @@ class IndexDirectory:
     """An index location (default `index/`) holding generations of a Whoosh index."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
+        # Absolute, so that messages name the directory whatever the reader's working directory.
+        self.root = Path(os.path.abspath(root))
 
     # -- reading ---------------------------------------------------------------------------
     def live_name(self) -> str | None:

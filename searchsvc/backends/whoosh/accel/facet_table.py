@@ -20,7 +20,8 @@ import numpy as np
 from whoosh.columns import VarBytesColumn
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.documents import unpack_facets
+from searchsvc.backends.whoosh.documents import stored_facets, unpack_facets
+from searchsvc.facets import FACET_NAMES
 from searchsvc.query import FacetValue
 from searchsvc.texts import fold
 
@@ -288,7 +289,7 @@ class FacetTable:
     live: np.ndarray  # False for deleted document numbers
     year: np.ndarray  # the year of each document, NO_YEAR when it has none
     title_rank: np.ndarray  # position of each document in title order
-    columns: dict[str, ValueColumn]  # "author", "category", "year"
+    columns: dict[str, ValueColumn]  # one per facet (facets.FACET_NAMES)
 
     @classmethod
     def build(cls, reader: IndexReader) -> FacetTable:
@@ -297,21 +298,17 @@ class FacetTable:
         year = np.full(doc_count, NO_YEAR, dtype=np.int32)
         docnums, facet_values = _facet_values(reader)
         live[docnums] = True
-        doc_years, authors, categories = (
-            zip(*facet_values, strict=True) if facet_values else ((), (), ())
-        )
-        has_year = np.fromiter((y is not None for y in doc_years), bool, len(doc_years))
-        year[docnums[has_year]] = [y for y in doc_years if y is not None]
+        # The year of each record also orders (newest, oldest) and bounds (year_from, year_to).
+        doc_years = [values["year"] for values in facet_values]
+        has_year = np.fromiter(map(bool, doc_years), bool, len(doc_years))
+        year[docnums[has_year]] = [int(values[0]) for values in doc_years if values]
         # The sortable `title_sort` column holds every document's title key, in doc order.
         title_keys = _column_texts(reader, "title_sort")
         title_rank = np.empty(doc_count, dtype=np.int32)
         title_rank[sorted(range(doc_count), key=title_keys.__getitem__)] = np.arange(doc_count)
         columns = {
-            "author": ValueColumn.from_lists(docnums, authors),
-            "category": ValueColumn.from_lists(docnums, categories),
-            "year": ValueColumn.from_lists(
-                docnums[has_year], [(str(y),) for y in doc_years if y is not None]
-            ),
+            name: ValueColumn.from_lists(docnums, [values[name] for values in facet_values])
+            for name in FACET_NAMES
         }
         return cls(doc_count, live, year, title_rank, columns)
 
@@ -347,8 +344,8 @@ class FacetTable:
         return docnums[np.lexsort((self.title_rank[docnums], key))]
 
 
-def _facet_values(reader: IndexReader) -> tuple[np.ndarray, list[tuple]]:
-    """The live documents' numbers, in record order, and each one's (year, authors, categories)."""
+def _facet_values(reader: IndexReader) -> tuple[np.ndarray, list[dict[str, tuple[str, ...]]]]:
+    """The live documents' numbers, in record order, and each one's values of every facet."""
     if FACET_COLUMN in reader.schema and reader.has_column(FACET_COLUMN):
         # One sequential read of the packed column (schema version 2 and later).
         live = np.fromiter(reader.all_doc_ids(), dtype=np.int32)
@@ -358,13 +355,7 @@ def _facet_values(reader: IndexReader) -> tuple[np.ndarray, list[tuple]]:
     docnums, values = [], []
     for docnum, stored in reader.iter_docs():
         docnums.append(docnum)
-        values.append(
-            (
-                stored.get("year"),
-                tuple(stored.get("authors") or ()),
-                tuple(stored.get("categories") or ()),
-            )
-        )
+        values.append(stored_facets(stored))
     return np.asarray(docnums, dtype=np.int32), values
 
 

@@ -27,12 +27,12 @@ from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueColumn
 from searchsvc.backends.whoosh.accel.snapshot_postings import reader_signature
+from searchsvc.facets import FACET_NAMES
 
 # Bump when the layout of the arrays changes: files of another format are not loaded.
 FORMAT_VERSION = 1
 # Facet values never hold control characters (documents.py splits the packed column on this one).
 _VALUE_SEP = "\x1f"
-_FACETS = ("author", "category", "year")
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -57,7 +57,7 @@ def facet_arrays_bytes(reader: IndexReader) -> bytes:
         "year": table.year,
         "title_rank": table.title_rank,
     }
-    for name in _FACETS:
+    for name in FACET_NAMES:
         column = table.columns[name]
         joined = _VALUE_SEP.join(column.values)
         if column.values and joined.count(_VALUE_SEP) != len(column.values) - 1:
@@ -147,7 +147,7 @@ class PackedValues(Sequence[str]):
 def _table_from(saved) -> FacetTable:
     live = saved["live"]
     columns = {}
-    for name in _FACETS:
+    for name in FACET_NAMES:
         text, ends = array_text(saved[f"{name}.values"]), saved[f"{name}.value_ends"]
         if not _offsets_fit(text, ends):
             raise ValueError(f"the {name} value offsets do not fit the values")

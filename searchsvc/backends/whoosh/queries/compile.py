@@ -1,83 +1,37 @@
-"""SearchRequest text -> Whoosh query: the query language, its field names and its limits."""
+"""The product's query tree -> a Whoosh query, its words analysed as the schema's fields analyse.
+
+Each leaf becomes what Whoosh's own query parser made of the same text (`QueryParser.term_query`
+with the flags its word, wildcard and fuzzy nodes use; phrases tokenized with their character
+ranges), so that searches answer as they did when Whoosh parsed the text. A word without a field
+searches every ranked field of the request (`ranking.index_fields`) with that field's boost.
+The compiled query is then normalised as Whoosh's parser normalised its own, and wildcard and
+fuzzy words are expanded into a bounded set of index terms (expansion.py).
+"""
 
 from __future__ import annotations
 
-import itertools
-import re
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from whoosh import fields, query, scoring
-from whoosh.qparser import FieldAliasPlugin, FuzzyTermPlugin, MultifieldParser, OrGroup
+from whoosh import query
+from whoosh.fields import Schema
+from whoosh.qparser import QueryParser
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.accel.array_scoring import ProbabilisticBM25F
+from searchsvc import querylang as ql
 from searchsvc.backends.whoosh.queries.expansion import LexiconOf, QueryRewriter
-from searchsvc.backends.whoosh.queries.plain import PlainParser
+from searchsvc.backends.whoosh.queries.plain import PlainWords
+from searchsvc.backends.whoosh.ranking import FIELD_BOOSTS, INDEX_FIELD_OF, index_fields
 from searchsvc.backends.whoosh.schema import QUERY_FIELDS, build_schema
-from searchsvc.errors import QueryError
-from searchsvc.records import MAX_YEAR, MIN_YEAR
-
-# Ranking. One combined title+abstract field (`content`) ranks SciFact better than separate
-# fields (0.678 vs 0.653 nDCG@10), and a title boost lowered it; author names count a little.
-SEARCH_FIELDS = ("content", "author_names")
-FIELD_BOOSTS = {"content": 1.0, "author_names": 0.5, "title": 1.0, "abstract": 1.0}
-BM25_B = 0.6
-BM25_K1 = 1.2
-
-# SearchRequest.fields -> index fields. Title and abstract together are `content`.
-REQUEST_FIELDS = {"title": "title", "abstract": "abstract", "authors": "author_names"}
-# Field prefixes a query may use are schema.QUERY_FIELDS; `author:` searches author-name words.
-FIELD_ALIASES = {"author_names": ["author", "authors"], "category": ["categories"]}
-
-# Limits that keep any query cheap.
-MAX_QUERY_WORDS = 100
-MAX_NESTING = 16
-MAX_WORD_LENGTH = 100  # the parser's taggers take time quadratic in the length of a word
-MAX_OPERATORS = 200  # quotes, parentheses, wildcards and other syntax characters
-MAX_WILDCARDS_PER_WORD = 4
-_OPERATOR_CHARS = frozenset('"()[]{}*?~^:')
-_OPERATOR = re.compile("[" + re.escape("".join(sorted(_OPERATOR_CHARS))) + "]")
-_WILDCARDS = re.compile(r"\*+|\?")
-# ASCII has no format (Cf) or surrogate (Cs) characters and its control characters (Cc) are
-# U+0000-U+001F and U+007F: what clean() replaces in ASCII text, found without a category lookup
-# per character.
-_ASCII_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
-
-_WORDS = re.compile(r"\S+")
-# `year:2020..2023`, `year:2020..`, `year:..2023` -> Whoosh's range syntax.
-_YEAR_SPAN = re.compile(r"\byear:(\d{1,4})?\.\.(\d{1,4})?(?=$|[\s)])", re.IGNORECASE)
-# Anything that is a field prefix to the parser: `title:` as well as `Title:`.
-_FIELD_PREFIX = re.compile(r"\b(" + "|".join((*QUERY_FIELDS, "author", "authors")) + r"):", re.I)
-
-
-def weighting() -> scoring.WeightingModel:
-    return ProbabilisticBM25F(B=BM25_B, K1=BM25_K1)
-
-
-def index_fields(request_fields: Iterable[str]) -> tuple[str, ...]:
-    """The index fields that rank a query searching the request's `fields`."""
-    wanted = set(request_fields)
-    if wanted >= set(REQUEST_FIELDS):
-        return SEARCH_FIELDS
-    chosen: list[str] = []
-    if {"title", "abstract"} <= wanted:
-        chosen.append("content")
-    else:
-        chosen.extend(REQUEST_FIELDS[name] for name in ("title", "abstract") if name in wanted)
-    if "authors" in wanted:
-        chosen.append("author_names")
-    return tuple(chosen)
 
 
 @dataclass(frozen=True)
 class ParsedQuery:
     """A query ready to run, with what did-you-mean and highlighting need to know about it."""
 
-    text: str  # the query text as parsed (control characters removed, year spans rewritten)
-    parsed: query.Query  # as the parser built it: words keep their positions in `text`
+    text: str  # the query text (control characters blanked): leaves' positions point into it
+    parsed: query.Query  # as compiled: words keep their positions in `text`
     query: query.Query  # wildcards and fuzzy words expanded, exact values resolved
 
     @property
@@ -85,53 +39,36 @@ class ParsedQuery:
         return isinstance(self.query, query.Every)
 
 
-def parse(
-    text: str,
+def compile_query(
+    tree: ql.QueryTree,
     request_fields: Iterable[str],
     reader: IndexReader,
     exact_values: Callable[[str, str], str | None],
     lexicon: LexiconOf,
 ) -> ParsedQuery:
-    """Parse query text for searching `request_fields`; QueryError says what and where.
+    """The Whoosh query of a tree, for a request searching `request_fields` by default.
 
     `exact_values(field, value)` gives the indexed form of an exact value (or None);
     `lexicon(field)` the field's terms in memory (for wildcard and fuzzy words).
     """
-    cleaned = clean(text)
-    if not cleaned.strip():
-        return ParsedQuery(cleaned, query.Every(), query.Every())
-    _check_limits(cleaned)
-    cleaned = _FIELD_PREFIX.sub(lambda m: m.group(1).lower() + ":", cleaned)
-    cleaned = _YEAR_SPAN.sub(
-        lambda m: f"year:[{m.group(1) or MIN_YEAR} TO {m.group(2) or MAX_YEAR}]", cleaned
-    )
+    if tree.match_all:
+        return ParsedQuery(tree.text, query.Every(), query.Every())
     search_fields = index_fields(request_fields)
-    # Plain words (most queries) skip Whoosh's parser for the same query: see plain_queries.py.
-    # Their terms, all of ranked text fields, leave the rewriter nothing to expand or resolve.
-    plain = _plain_parser(search_fields).parse(cleaned)
+    # Plain words (most queries) skip the general compiler: see plain.py. Their terms, all of
+    # ranked text fields, leave the rewriter nothing to expand or resolve.
+    plain = _plain_words(search_fields).compile(tree.root)
     if plain is not None:
-        return ParsedQuery(cleaned, plain, plain)
-    try:
-        parsed = _parser(search_fields).parse(cleaned)
-    except RecursionError as exc:
-        raise QueryError("the query is nested too deeply") from exc
-    except Exception as exc:  # the parser has no error type of its own for odd input
-        raise QueryError(f"cannot parse the query: {exc}") from exc
-    _check_errors(parsed)
-    rewritten = QueryRewriter(reader, exact_values, lexicon, cleaned).rewrite(parsed)
+        return ParsedQuery(tree.text, plain, plain)
+    compiled = compile_tree(tree.root, search_fields)
+    rewritten = QueryRewriter(reader, exact_values, lexicon, tree.text).rewrite(compiled)
     if isinstance(rewritten, query.Every):
         rewritten = query.Every()
-    return ParsedQuery(cleaned, parsed, rewritten)
+    return ParsedQuery(tree.text, compiled, rewritten)
 
 
-def clean(text: str) -> str:
-    """Control and format characters (NUL included) become spaces, so offsets stay put."""
-    if text.isascii():
-        return _ASCII_CONTROLS.sub(" ", text)
-    return "".join(
-        " " if unicodedata.category(ch) in ("Cc", "Cf", "Cs") and ch not in "\t\n" else ch
-        for ch in text
-    )
+def compile_tree(root: ql.Node, search_fields: tuple[str, ...]) -> query.Query:
+    """The normalised Whoosh query of a tree, before expansion (no index needed)."""
+    return _Compiler(search_fields).compile(root).normalize()
 
 
 def positive_terms(q: query.Query) -> Iterator[tuple[str, str]]:
@@ -150,63 +87,92 @@ def positive_terms(q: query.Query) -> Iterator[tuple[str, str]]:
         yield from positive_terms(child)
 
 
-@lru_cache(maxsize=16)
-def _parser(search_fields: tuple[str, ...]) -> MultifieldParser:
+class _Compiler:
+    def __init__(self, search_fields: tuple[str, ...]) -> None:
+        self.search_fields = search_fields
+        self.parser = _term_parser()
+        self.schema = self.parser.schema
+
+    def compile(self, node: ql.Node) -> query.Query:
+        if isinstance(node, ql.Or):
+            return query.Or([self.compile(child) for child in node.children], boost=node.boost)
+        if isinstance(node, ql.And):
+            return self._all_of(node)
+        if isinstance(node, ql.Not):
+            return query.Not(self.compile(node.child))
+        if isinstance(node, ql.MatchAll):
+            return query.Every()
+        if isinstance(node, ql.YearRange):
+            return self._years(node)
+        if node.field is None:
+            # One copy per ranked field, as Whoosh's MultifieldPlugin made (its OR group has
+            # no character range of its own).
+            copies = [
+                self._leaf(node, name, FIELD_BOOSTS.get(name, 1.0) * node.boost)
+                for name in self.search_fields
+            ]
+            return query.Or([q for q in copies if q is not None])
+        leaf = self._leaf(node, INDEX_FIELD_OF[node.field], node.boost)
+        return query.NullQuery if leaf is None else leaf
+
+    def _all_of(self, node: ql.And) -> query.Query:
+        wanted = [self.compile(c) for c in node.children if not isinstance(c, ql.Not)]
+        excluded = [self.compile(c.child) for c in node.children if isinstance(c, ql.Not)]
+        if not wanted or not excluded:
+            return query.And([*wanted, *map(query.Not, excluded)], boost=node.boost)
+        # AndNot scores a match by its wanted part alone, as Whoosh's parser's queries did.
+        positive = wanted[0] if len(wanted) == 1 else query.And(wanted, boost=node.boost)
+        negative = excluded[0] if len(excluded) == 1 else query.Or(excluded)
+        return query.AndNot(positive, negative)
+
+    def _leaf(self, node: ql.Leaf, field: str, boost: float) -> query.Query | None:
+        if isinstance(node, ql.Word):
+            q = self.parser.term_query(field, node.text, query.Term, boost, True, True)
+        elif isinstance(node, ql.Wildcard):
+            q = self.parser.term_query(field, node.pattern, query.Wildcard, boost, False, False)
+        elif isinstance(node, ql.Fuzzy):
+            q = self.parser.term_query(field, node.text, query.FuzzyTerm, boost, False, False)
+            if isinstance(q, query.FuzzyTerm):
+                q.maxdist, q.prefixlength = node.distance, 0
+        elif isinstance(node, ql.Phrase):
+            q = self._phrase(node, field, boost)
+        else:
+            raise TypeError(f"not a word leaf: {node!r}")
+        return _attach(q, node.start, node.end)
+
+    def _phrase(self, node: ql.Phrase, field: str, boost: float) -> query.Query:
+        tokens = self.schema[field].tokenize(node.text, mode="query", chars=True)
+        words, char_ranges = [], []
+        for token in tokens:
+            words.append(token.text)
+            char_ranges.append((node.text_start + token.startchar, node.text_start + token.endchar))
+        # Whoosh's slop counts positions apart (1: adjacent), the language extra words (0).
+        return query.Phrase(field, words, slop=node.slop + 1, boost=boost, char_ranges=char_ranges)
+
+    def _years(self, node: ql.YearRange) -> query.Query:
+        field = self.schema["year"]
+        if node.single_year:
+            q = field.parse_query("year", str(node.low), boost=node.boost)
+        else:
+            q = field.parse_range("year", str(node.low), str(node.high), False, False, node.boost)
+        return _attach(q, node.start, node.end)
+
+
+def _attach(q: query.Query | None, start: int, end: int) -> query.Query | None:
+    # What the parser's `attach` did: the leaf's query (an OR of the parts of a word the
+    # analyzer split, e.g. `GPU-based`) knows the characters it came from.
+    if q:
+        q.startchar, q.endchar = start, end
+    return q
+
+
+@lru_cache(maxsize=1)
+def _term_parser() -> QueryParser:
     full = build_schema()
-    # The parser only knows the public fields, so `id:` or `source:` stay plain words.
-    schema = fields.Schema(**{name: full[name] for name in QUERY_FIELDS})
-    boosts = {name: FIELD_BOOSTS.get(name, 1.0) for name in search_fields}
-    parser = MultifieldParser(list(search_fields), schema, fieldboosts=boosts, group=OrGroup)
-    parser.add_plugin(FuzzyTermPlugin())
-    parser.add_plugin(FieldAliasPlugin(FIELD_ALIASES))
-    return parser
+    return QueryParser(None, Schema(**{name: full[name] for name in QUERY_FIELDS}))
 
 
 @lru_cache(maxsize=16)
-def _plain_parser(search_fields: tuple[str, ...]) -> PlainParser:
-    return PlainParser(_parser(search_fields))
-
-
-def _check_limits(text: str) -> None:
-    words = list(itertools.islice(_WORDS.finditer(text), MAX_QUERY_WORDS + 1))
-    if len(words) > MAX_QUERY_WORDS:
-        raise QueryError(
-            f"the query has more than {MAX_QUERY_WORDS} words",
-            position=words[MAX_QUERY_WORDS].start(),
-        )
-    operators = [match.start() for match in _OPERATOR.finditer(text)]
-    if len(operators) > MAX_OPERATORS:
-        raise QueryError(
-            f"the query has more than {MAX_OPERATORS} operator characters",
-            position=operators[MAX_OPERATORS],
-        )
-    for word in words:  # all of them: there are at most MAX_QUERY_WORDS
-        if len(word.group()) > MAX_WORD_LENGTH:
-            raise QueryError(
-                f"a word of the query is longer than {MAX_WORD_LENGTH} characters",
-                position=word.start(),
-            )
-        # Wildcards are operator characters: plain words (most queries) need no count.
-        if operators and len(_WILDCARDS.findall(word.group())) > MAX_WILDCARDS_PER_WORD:
-            raise QueryError(
-                f"at most {MAX_WILDCARDS_PER_WORD} wildcards in one word", position=word.start()
-            )
-    if "(" not in text:
-        return
-    depth = 0
-    for position, ch in enumerate(text):
-        depth += 1 if ch == "(" else -1 if ch == ")" else 0
-        if depth > MAX_NESTING:
-            raise QueryError(
-                f"parentheses are nested more than {MAX_NESTING} deep", position=position
-            )
-
-
-def _check_errors(q: query.Query) -> None:
-    error = getattr(q, "error", None)
-    if error:
-        position = getattr(q, "startchar", None)
-        details = {} if position is None else {"position": position}
-        raise QueryError(f"invalid query: {error}", **details)
-    for child in q.children():
-        _check_errors(child)
+def _plain_words(search_fields: tuple[str, ...]) -> PlainWords:
+    boosts = {name: FIELD_BOOSTS.get(name, 1.0) for name in search_fields}
+    return PlainWords(_term_parser().schema, search_fields, boosts)

@@ -17,22 +17,19 @@ from whoosh import query
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
-from searchsvc.errors import QueryError
+from searchsvc.querylang.limits import MAX_FUZZY_DISTANCE
 from searchsvc.texts import fold
 
 # Fields whose values are exact facet values, looked up case- and accent-insensitively.
 EXACT_FIELDS = ("category",)
 
-# Limits on expansion.
-MAX_EXPANDING_WORDS = 8  # wildcard and fuzzy words per query
+# Limits on expansion (the query language limits how many wildcard and fuzzy words there are).
 MAX_EXPANSION = 16  # index terms one wildcard/fuzzy word may become (the most frequent)
 # Documents the terms of one wildcard/fuzzy word may hold in all: `*ing` or `a*` would
 # otherwise become the most common words of the corpus and match (and score) all of it.
 MAX_EXPANSION_POSTINGS = 5_000
 MIN_LITERAL_PREFIX = 3  # a wildcard word starting with fewer letters stays within the budget
 MAX_CANDIDATES = 2_000  # matching index terms looked at to choose those
-MAX_FUZZY_DISTANCE = 2
-MAX_FUZZY_LENGTH = 32  # longer words make the edit-distance automaton slow
 FUZZY_PREFIX = 1  # fuzzy matches share the first letter: a typo there is rare, the walk far shorter
 
 _WORD = re.compile(r"\w+")
@@ -41,29 +38,20 @@ LexiconOf = Callable[[str], Lexicon]
 
 
 class QueryRewriter:
-    """Replaces wildcard and fuzzy words by a bounded set of real index terms, resolves exact
-    values, and gives NOT inside an OR group its intended meaning."""
+    """Replaces wildcard and fuzzy words by a bounded set of real index terms and resolves
+    exact values. (How many such words a query may have is the query language's limit.)"""
 
     def __init__(self, reader: IndexReader, exact_values, lexicon: LexiconOf, text: str) -> None:
         self.reader = reader
         self.exact_values = exact_values
         self.lexicon = lexicon
         self.text = text
-        self.expanding: set[int] = set()
 
     def rewrite(self, q: query.Query) -> query.Query:
         if isinstance(q, query.Every):
             # Every("field") walks every posting of the field; all documents is what `*` means.
             return query.Every()
         if isinstance(q, query.MultiTerm):
-            # One word searched in two fields is one wildcard word: count words by position.
-            position = getattr(q, "startchar", None)
-            self.expanding.add(-len(self.expanding) - 1 if position is None else position)
-            if len(self.expanding) > MAX_EXPANDING_WORDS:
-                raise QueryError(
-                    f"at most {MAX_EXPANDING_WORDS} wildcard or fuzzy words per query",
-                    **_position(q),
-                )
             texts = self._fuzzy(q) if isinstance(q, query.FuzzyTerm) else self._pattern(q)
             return _any_of(q.fieldname, texts, q.boost)
         if isinstance(q, query.Term) and q.fieldname in EXACT_FIELDS:
@@ -71,8 +59,7 @@ class QueryRewriter:
             return query.Term(q.fieldname, value, boost=q.boost) if value else query.NullQuery
         if q.is_leaf():
             return q
-        rewritten = q.apply(self.rewrite)
-        return _or_not(rewritten) if isinstance(rewritten, query.Or) else rewritten
+        return q.apply(self.rewrite)
 
     def _pattern(self, q: query.MultiTerm) -> list[str]:
         field = q.fieldname
@@ -92,10 +79,6 @@ class QueryRewriter:
         fieldobj = self.reader.schema[field]
         distance = min(q.maxdist, MAX_FUZZY_DISTANCE)
         prefix = max(q.prefixlength, FUZZY_PREFIX)
-        if len(q.text) > MAX_FUZZY_LENGTH:
-            raise QueryError(
-                f"a fuzzy word may have at most {MAX_FUZZY_LENGTH} characters", **_position(q)
-            )
         # The parser has analysed the word (stemmed it for text fields), so it is compared
         # with the field's own terms first.
         stems = set(self.lexicon(field).within(q.text, distance, prefix)[:MAX_CANDIDATES])
@@ -155,26 +138,7 @@ def _pattern_terms(lexicon: Lexicon, q: query.MultiTerm) -> Iterator[str]:
     return itertools.islice(found, MAX_CANDIDATES)
 
 
-def _or_not(q: query.Or) -> query.Query:
-    """`a b NOT c` means a or b, without c (an OR group would otherwise match all but c)."""
-    children = q.subqueries
-    if any(isinstance(child, query.Every) for child in children):
-        return query.Every()
-    negated = [child.query for child in children if isinstance(child, query.Not)]
-    wanted = [child for child in children if not isinstance(child, query.Not)]
-    if not negated or not wanted:
-        return q
-    positive = wanted[0] if len(wanted) == 1 else query.Or(wanted, boost=q.boost)
-    excluded = negated[0] if len(negated) == 1 else query.Or(negated)
-    return query.AndNot(positive, excluded)
-
-
 def _any_of(field: str, texts: list[str], boost: float) -> query.Query:
     if not texts:
         return query.NullQuery
     return query.Or([query.Term(field, text, boost=boost) for text in sorted(texts)])
-
-
-def _position(q: query.Query) -> dict[str, int]:
-    position = getattr(q, "startchar", None)
-    return {} if position is None else {"position": position}

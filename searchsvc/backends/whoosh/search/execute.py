@@ -1,4 +1,4 @@
-"""One search: parse, match, filter, count facets, rank one page, suggest a correction.
+"""One search: compile the query tree, match, filter, count facets, rank a page, suggest.
 
 Matching and filtering work on boolean document masks over the snapshot's facet arrays, so
 the exact total and the facet counts come from one pass over the matched document numbers.
@@ -17,18 +17,20 @@ from whoosh.searching import Searcher
 from searchsvc.backends.whoosh.accel.array_scoring import Bm25, extract_terms, score_all, top
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable, disjunctive_counts
 from searchsvc.backends.whoosh.accel.snapshot_postings import SnapshotArrays
-from searchsvc.backends.whoosh.queries.compile import ParsedQuery, parse
+from searchsvc.backends.whoosh.queries.compile import ParsedQuery, compile_query
 from searchsvc.backends.whoosh.search.results import highlight_terms, hits_for
 from searchsvc.backends.whoosh.search.searcher import View
 from searchsvc.backends.whoosh.search.suggest import did_you_mean
-from searchsvc.query import FACETS, SearchRequest, SearchResult
+from searchsvc.facets import FACET_NAMES
+from searchsvc.query import SearchRequest, SearchResult
+from searchsvc.querylang import QueryTree
 
 
 def execute_search(view: View, request: SearchRequest) -> SearchResult:
     """The SearchResult of a request on one snapshot of the index."""
     started = time.perf_counter()
     searcher, table = view.searcher, view.facets
-    parsed = parse_for(view, request.q, request.fields)
+    parsed = compile_for(view, request.tree, request.fields)
 
     scores = None
     term_query = None if parsed.match_all else extract_terms(parsed.query)
@@ -54,7 +56,7 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
         filters,
         request.facets,
         request.facet_size,
-        {facet: request.selected(facet) for facet in FACETS},
+        {facet: request.selected(facet) for facet in FACET_NAMES},
     )
     start = (request.page - 1) * request.per_page
     if start >= total:
@@ -83,8 +85,8 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
     )
 
 
-def parse_for(view: View, text: str, request_fields) -> ParsedQuery:
-    """Parse query text against a snapshot (exact values such as categories resolved)."""
+def compile_for(view: View, tree: QueryTree, request_fields) -> ParsedQuery:
+    """Compile a query tree against a snapshot (exact values such as categories resolved)."""
     table = view.facets
 
     def exact_value(field: str, value: str) -> str | None:
@@ -92,7 +94,7 @@ def parse_for(view: View, text: str, request_fields) -> ParsedQuery:
         ordinal = column.ordinal(value)
         return None if ordinal is None else column.values[ordinal]
 
-    return parse(text, request_fields, view.searcher.reader(), exact_value, view.lexicon)
+    return compile_query(tree, request_fields, view.searcher.reader(), exact_value, view.lexicon)
 
 
 def matching_documents(searcher: Searcher, table: FacetTable, parsed: ParsedQuery) -> np.ndarray:
@@ -106,7 +108,7 @@ def facet_filters(table: FacetTable, request: SearchRequest) -> dict[str, np.nda
     """A document mask per facet that has selected values (OR within the facet)."""
     return {
         facet: table.columns[facet].documents_with(values, table.doc_count)
-        for facet in FACETS
+        for facet in FACET_NAMES
         if (values := request.selected(facet))
     }
 

@@ -27,7 +27,7 @@ from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.accel.facet_table_file import facet_table_for
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
 from searchsvc.backends.whoosh.accel.lexicon_file import load_terms
-from searchsvc.backends.whoosh.queries.compile import weighting
+from searchsvc.backends.whoosh.ranking import weighting
 from searchsvc.backends.whoosh.store import FACET_ARRAYS, LEXICONS, IndexDirectory
 
 # How often at most the index directory is looked at for a rebuild or an update (seconds).
@@ -151,6 +151,10 @@ class SearcherManager:
 
     def version(self) -> str:
         return self._current().version
+
+    def refresh(self) -> None:
+        """Look at the index directory now, not at the next interval."""
+        self._current(force=True)
 
     def close(self) -> None:
         with self._lock:

@@ -9,14 +9,8 @@ from collections.abc import Iterable
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.query import FACETS, FacetValue, IndexStats
-
-# Facet -> (indexed field, stored field holding the same values for one document).
-_FACET_FIELDS = {
-    "author": ("author", "authors"),
-    "year": ("year", "year"),
-    "category": ("category", "categories"),
-}
+from searchsvc.facets import FACET_NAMES, facet_named
+from searchsvc.query import FacetValue, IndexStats
 
 
 def index_stats(directory: IndexDirectory, top: int = 10) -> IndexStats:
@@ -24,12 +18,12 @@ def index_stats(directory: IndexDirectory, top: int = 10) -> IndexStats:
     index = directory.open()
     live = directory.live_name()
     with index.reader() as reader:
-        counts = {facet: facet_value_counts(reader, facet) for facet in FACETS}
+        counts = {facet: facet_value_counts(reader, facet) for facet in FACET_NAMES}
         documents = reader.doc_count()
     return IndexStats(
         documents=documents,
-        facets={facet: top_values(counts[facet], top) for facet in FACETS},
-        cardinalities={facet: len(counts[facet]) for facet in FACETS},
+        facets={facet: top_values(counts[facet], top) for facet in FACET_NAMES},
+        cardinalities={facet: len(counts[facet]) for facet in FACET_NAMES},
         built_at=directory.built_at(),
         # Changes with every build (new generation) and every update (new Whoosh TOC).
         version=f"{live}:{index.latest_generation()}",
@@ -40,7 +34,8 @@ def index_stats(directory: IndexDirectory, top: int = 10) -> IndexStats:
 
 def facet_value_counts(reader: IndexReader, facet: str) -> Counter[str]:
     """Number of live documents per value of `facet`, over the whole index."""
-    field_name, stored_name = _FACET_FIELDS[facet]
+    # Each facet is indexed under its name; its values are stored under the record attribute.
+    field_name, stored_name = facet, facet_named(facet).attribute
     field = reader.schema[field_name]
     counts: Counter[str] = Counter()
     # One term per value, with its document frequency: no per-document work. (For the numeric

@@ -12,7 +12,8 @@ from searchsvc.backends.whoosh.queries.compile import ParsedQuery
 from searchsvc.backends.whoosh.queries.expansion import MAX_EXPANSION, most_frequent
 from searchsvc.backends.whoosh.search.searcher import View
 from searchsvc.errors import InvalidRequest
-from searchsvc.query import FACETS, FacetValue, Suggestions
+from searchsvc.facets import FACET_NAMES
+from searchsvc.query import FacetValue, Suggestions
 from searchsvc.texts import fold
 
 # The field whose unstemmed words (Whoosh "spelling" words) corrections are drawn from.
@@ -84,8 +85,8 @@ def autocomplete(view: View, prefix: str, limit: int) -> Suggestions:
 
 def facet_values(table: FacetTable, facet: str, prefix: str, limit: int) -> tuple[FacetValue, ...]:
     """Values of a facet with a word starting with `prefix`, most documents first."""
-    if facet not in FACETS:
-        raise InvalidRequest(f"facet must be one of {', '.join(FACETS)}", parameter="facet")
+    if facet not in FACET_NAMES:
+        raise InvalidRequest(f"facet must be one of {', '.join(FACET_NAMES)}", parameter="facet")
     column = table.columns[facet]
     return column.by_popularity(column.values_matching(prefix.strip()), limit)
 

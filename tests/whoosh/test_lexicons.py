@@ -10,6 +10,7 @@ from whoosh.automata.fsa import find_all_matches
 from whoosh.automata.lev import levenshtein_automaton
 
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
+from tests.support import examples
 
 _WORDS = st.text(alphabet="abcdeé", min_size=1, max_size=7)  # terms are never empty
 
@@ -27,7 +28,7 @@ def _whoosh_within(terms: list[str], word: str, distance: int, prefix: int) -> l
     return list(find_all_matches(automaton, next_term))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     terms=st.lists(_WORDS, max_size=60),
     word=_WORDS,

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from searchsvc.backends.whoosh import analysis
 from searchsvc.backends.whoosh.schema import name_analyzer, text_analyzer
+from tests.support import examples
 
 # Words, stop words, accents, dotted tokens, numbers, TeX and punctuation mixed at random.
 _PIECES = st.sampled_from(
@@ -36,7 +37,7 @@ def _whoosh_highlight_tokens(text: str) -> list[tuple[str, int, int]]:
     return [(t.text, t.startchar, t.endchar) for t in tokens]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_TEXTS)
 def test_text_words_and_positions_match_whoosh(text: str) -> None:
     expected = _whoosh_text(text)
@@ -45,7 +46,7 @@ def test_text_words_and_positions_match_whoosh(text: str) -> None:
     assert [first + i for i in range(len(words))] == [pos for _, pos, _, _ in expected]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_TEXTS)
 def test_word_bounds_and_terms_match_what_whoosh_highlights(text: str) -> None:
     words, starts, ends = analysis.word_bounds(text)
@@ -68,7 +69,7 @@ _ASCII_TEXTS = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_ASCII_TEXTS)
 def test_array_split_of_ascii_text_equals_the_regex_split(text: str) -> None:
     # Long ASCII texts (abstracts) take the array path; it must find the regex's very tokens.
@@ -87,14 +88,14 @@ def test_long_ascii_text_takes_the_array_split_and_highlights_as_whoosh() -> Non
     assert spans == _whoosh_highlight_tokens(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_TEXTS)
 def test_spelling_words_match_whoosh_without_stemming(text: str) -> None:
     expected = [t.text for t in text_analyzer()(text, no_morph=True)]
     assert [word for word, _ in analysis.text_words(text)[1]] == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_TEXTS)
 def test_name_words_match_whoosh(text: str) -> None:
     assert analysis.name_words(text) == [t.text for t in name_analyzer()(text)]

@@ -29,7 +29,7 @@ from searchsvc.backends.whoosh.build.segment_postings import (
 )
 from searchsvc.backends.whoosh.build.writer import add_records
 from searchsvc.backends.whoosh.schema import build_schema
-from tests.support import FIXTURE_RECORDS, multi_block_records
+from tests.support import FIXTURE_RECORDS, examples, multi_block_records
 
 needs_extension = pytest.mark.skipif(
     segment_postings._w3postings is None, reason="the C extension is not built"
@@ -90,7 +90,7 @@ def _arrays(result) -> list:
 
 
 @needs_extension
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(field=_fields())
 def test_positions_fields_are_encoded_as_python_does(field) -> None:
     terms, tokens, doc_count, lengths = field
@@ -106,7 +106,7 @@ def test_positions_fields_are_encoded_as_python_does(field) -> None:
 
 
 @needs_extension
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(field=_fields(), data=st.data())
 def test_spelling_fields_are_encoded_as_python_does(field, data) -> None:
     words, tokens, doc_count, _ = field
@@ -146,7 +146,7 @@ def _items_fields(draw):
 
 
 @needs_extension
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(field=_items_fields(), scored=st.booleans())
 def test_other_fields_are_encoded_as_python_does(field, scored) -> None:
     terms, items, doc_count, lengths, packing = field

@@ -14,6 +14,7 @@ from whoosh.qparser import AndGroup, MultifieldParser, OrGroup, QueryParser
 from searchsvc.backends.whoosh.queries import compile as queries
 from searchsvc.backends.whoosh.queries.expansion import QueryRewriter
 from searchsvc.backends.whoosh.queries.plain import OPERATOR_WORDS, PlainParser
+from tests.support import examples
 
 REQUEST_FIELD_CHOICES = [
     fields
@@ -67,7 +68,7 @@ def _assert_same_nodes(fast: query.Query, parsed: query.Query) -> None:
         _assert_same_nodes(fast_child, parsed_child)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(plain_texts())
 def test_plain_text_gives_the_parsers_query_for_every_field_choice(text: str) -> None:
     for search_fields in SEARCH_FIELD_CHOICES:
@@ -76,7 +77,7 @@ def test_plain_text_gives_the_parsers_query_for_every_field_choice(text: str) ->
         assert_same_query(fast, queries._parser(search_fields).parse(text))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(plain_texts())
 def test_the_rewriter_has_nothing_to_change_in_a_plain_query(text: str) -> None:
     # parse() returns a plain query as it is, without QueryRewriter: it would give it back equal.
@@ -128,7 +129,7 @@ def test_text_that_is_not_plain_goes_to_the_parser(text: str) -> None:
         assert queries._plain_parser(search_fields).parse(text) is None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(plain_texts(), st.sampled_from(NOT_PLAIN), st.integers(min_value=0))
 def test_a_plain_text_with_any_other_shape_in_it_goes_to_the_parser(
     text: str, other: str, where: int

@@ -24,8 +24,9 @@ from searchsvc.backends.whoosh.build import writer as writing
 from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.facets import FACET_NAMES
 from searchsvc.indexer import build_index_from_records, update_index_from_records
-from searchsvc.query import FACETS, SearchRequest
+from searchsvc.query import SearchRequest
 from searchsvc.sources import read_records
 from tests.support import FIXTURE_RECORDS, build_index, multi_block_records
 
@@ -82,7 +83,7 @@ def _answers(directory: IndexDirectory) -> list[tuple]:
     with WhooshBackend(directory) as backend:
         answers = []
         for text in QUERIES:
-            result = backend.search(SearchRequest(q=text, facets=FACETS, per_page=50))
+            result = backend.search(SearchRequest(q=text, facets=FACET_NAMES, per_page=50))
             hits = [(hit.record.id, hit.score) for hit in result.hits]
             answers.append((result.total, hits, result.facets))
         return answers

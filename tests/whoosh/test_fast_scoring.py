@@ -59,7 +59,7 @@ from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.queries.compile import parse, weighting
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.records import Record
-from tests.support import FIXTURE_RECORDS, build_index
+from tests.support import FIXTURE_RECORDS, build_index, examples
 
 RANKED_FIELDS = ("content", "title", "abstract", "author_names")
 # Scores are Whoosh's to the last bit per term; sums may differ in the last bits only.
@@ -340,7 +340,7 @@ def whoosh_term(field, text, boost):
 
 
 PROPERTY_SETTINGS = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -602,7 +602,7 @@ def test_decoded_posting_lists_are_whooshs(index_case, source):
         assert postings.doc_frequency == reader.doc_frequency(field, btext)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     first=st.sampled_from((0, 7, 255, 256, 65_535, 65_536, 2_000_000)),
     gaps=st.lists(st.integers(1, 300), min_size=0, max_size=130),

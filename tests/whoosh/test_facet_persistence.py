@@ -19,8 +19,9 @@ from searchsvc.backends.whoosh.accel.facet_table_file import (
 )
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.store import FACET_ARRAYS, IndexDirectory
+from searchsvc.facets import FACET_NAMES
 from searchsvc.indexer import build_index_from_records, update_index_from_records
-from searchsvc.query import FACETS, SearchRequest
+from searchsvc.query import SearchRequest
 from searchsvc.records import Record
 from tests.support import FIXTURE_RECORDS
 
@@ -86,10 +87,10 @@ def _assert_same_table(saved: FacetTable | None, computed: FacetTable) -> None:
 REQUESTS = (
     SearchRequest(),
     SearchRequest(q="scheduling"),
-    SearchRequest(q="cluster caching", authors=("Grace Hopper",)),
-    SearchRequest(q="learning", categories=("cs.LG",), year_from=2016, year_to=2021),
-    SearchRequest(authors=("Aditya Akella", "ève durand"), sort="title"),
-    SearchRequest(q="scheduling", years=(1999,), sort="oldest", per_page=50),
+    SearchRequest.from_params(q="cluster caching", author=("Grace Hopper",)),
+    SearchRequest.from_params(q="learning", category=("cs.LG",), year_from=2016, year_to=2021),
+    SearchRequest.from_params(author=("Aditya Akella", "ève durand"), sort="title"),
+    SearchRequest.from_params(q="scheduling", year=(1999,), sort="oldest", per_page=50),
 )
 
 
@@ -97,7 +98,7 @@ def _answers(directory: IndexDirectory) -> list[tuple]:
     with WhooshBackend(directory) as backend:
         answers = []
         for request in REQUESTS:
-            request = replace(request, facets=FACETS, facet_size=50)
+            request = replace(request, facets=FACET_NAMES, facet_size=50)
             result = backend.search(request)
             hits = [hit.record.id for hit in result.hits]
             answers.append((result.total, hits, result.facets))

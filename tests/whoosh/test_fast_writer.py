@@ -28,7 +28,7 @@ from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.records import Record
 from searchsvc.sources import read_records
-from tests.support import FIXTURE_RECORDS, multi_block_records
+from tests.support import FIXTURE_RECORDS, examples, multi_block_records
 
 ROOT = Path(__file__).resolve().parent.parent
 KAGGLE_SAMPLE = ROOT.parent / "shared" / "data" / "arxiv-kaggle-sample"
@@ -270,7 +270,7 @@ def test_large_shares_are_written_as_several_segments(tmp_path: Path, monkeypatc
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -1,0 +1,161 @@
+"""The engine contract: what every search backend implements, read side and write side.
+
+The service, the indexer, the CLI, the API and the web page speak to an engine only through
+`SearchBackend`; tests/contract/ holds the one suite every registered engine passes. Reads take
+domain requests and answer domain values (query.py); writes take Records. Every write is atomic:
+readers see all of it or none of it, and a failed write leaves the index as it was.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from searchsvc.query import (
+    AuthorView,
+    FacetValue,
+    Hit,
+    IndexStats,
+    SearchRequest,
+    SearchResult,
+    Suggestions,
+)
+from searchsvc.records import Record
+
+
+class Progress(Protocol):
+    """Told how a long write goes: records handed to the engine, and the stage it is in."""
+
+    def advance(self, count: int) -> None: ...
+
+    def stage(self, name: str) -> None: ...
+
+
+class NoProgress:
+    """Progress that nobody watches."""
+
+    def advance(self, count: int) -> None:
+        pass
+
+    def stage(self, name: str) -> None:
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What one write did, and the engine's version token once it is visible."""
+
+    added: int = 0  # records whose id was not indexed before
+    replaced: int = 0  # records that replaced one with the same id
+    deleted: int = 0  # ids that were indexed and are gone
+    version: str = ""
+    writer: str = ""  # how the engine wrote it (e.g. "2 writer processes"), for reports
+
+
+class SearchBackend(abc.ABC):
+    """A search engine holding one index: searched, browsed, rebuilt and updated by id.
+
+    Opened from a location (backends.open_backend); opening does not need the index to exist
+    yet: reads raise IndexUnavailable until it does, and writes create it.
+    """
+
+    location: str  # the location it was opened from, as a URL (`whoosh:///abs/path`)
+
+    # -- read side ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def search(self, request: SearchRequest) -> SearchResult:
+        """One page of ranked, filtered, faceted and highlighted hits, with exact counts."""
+
+    @abc.abstractmethod
+    def get(self, record_id: str) -> Record:
+        """The record with this id; raises RecordNotFound."""
+
+    @abc.abstractmethod
+    def similar(self, record_id: str, limit: int = 10) -> tuple[Hit, ...]:
+        """Records like this one (more like this); raises RecordNotFound."""
+
+    @abc.abstractmethod
+    def suggest(self, prefix: str, limit: int = 10) -> Suggestions:
+        """Autocomplete: titles and author names for what was typed so far."""
+
+    @abc.abstractmethod
+    def facet_values(self, facet: str, prefix: str = "", limit: int = 10) -> tuple[FacetValue, ...]:
+        """A facet's values with a word starting with `prefix`, most records first."""
+
+    @abc.abstractmethod
+    def author(self, name: str, page: int = 1, per_page: int = 20) -> AuthorView:
+        """An author's records, newest first, with counts per year and category, coauthors."""
+
+    @abc.abstractmethod
+    def stats(self, top: int = 10) -> IndexStats:
+        """Record count, the `top` values of each facet, cardinalities, build time, version."""
+
+    @abc.abstractmethod
+    def version(self) -> str:
+        """A token that changes whenever the index content changes (for ETags and caches)."""
+
+    @abc.abstractmethod
+    def records(self) -> Iterator[Record]:
+        """Every record in the index (for export)."""
+
+    # -- write side --------------------------------------------------------------------------
+    @abc.abstractmethod
+    def check_writable(self) -> None:
+        """Raise now (BuildInProgress, IndexUnavailable) if a write would fail to start: callers
+        ask before reading their input, not after."""
+
+    @abc.abstractmethod
+    def rebuild(
+        self,
+        records: Sequence[Record],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        procs: int | None = None,
+        progress: Progress | None = None,
+    ) -> WriteResult:
+        """Replace the whole index by `records` (ids unique), swapped in atomically when
+        complete; `metadata` (sources, counts) is kept with it. The old index stays on error."""
+
+    @abc.abstractmethod
+    def write(
+        self,
+        upserts: Sequence[Record] = (),
+        deletes: Sequence[str] = (),
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        progress: Progress | None = None,
+    ) -> WriteResult:
+        """Delete `deletes` by id, then add or replace `upserts` by id, in one atomic commit
+        (ids unique in `upserts`). Creates the index if there is none."""
+
+    @abc.abstractmethod
+    def refresh(self) -> None:
+        """Make every committed write visible to this backend's reads now."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    # -- conveniences over the contract ------------------------------------------------------
+    def upsert(self, records: Iterable[Record]) -> WriteResult:
+        """Add or replace records by id (the last of equal ids wins)."""
+        return self.write(upserts=unique_by_id(records))
+
+    def delete(self, record_ids: Iterable[str]) -> WriteResult:
+        """Delete records by id; ids not indexed are ignored."""
+        return self.write(deletes=tuple(dict.fromkeys(record_ids)))
+
+    def __enter__(self) -> SearchBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def unique_by_id(records: Iterable[Record]) -> list[Record]:
+    """Records with distinct ids, the last of equal ids kept, in first-seen order."""
+    by_id: dict[str, Record] = {}
+    for record in records:
+        by_id[record.id] = record
+    return list(by_id.values())

@@ -1,0 +1,104 @@
+"""The facets, described once as data: every layer (filters, counts, the index, the API, the web
+page and the CLI) reads them from here instead of knowing "category" itself.
+
+A facet is a record attribute whose values records are filtered and counted by. Filters are OR
+within a facet and AND across facets; counts are disjunctive (a facet's own selection is left out
+of its counts, so a reader sees what else they could pick).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from searchsvc.errors import InvalidRequest, UnknownFacet
+from searchsvc.records import MAX_YEAR, MIN_YEAR, Record
+
+
+@dataclass(frozen=True, slots=True)
+class Facet:
+    """One facet: its name (API, filters, counts), label, record attribute and value type."""
+
+    name: str
+    label: str
+    attribute: str  # the Record attribute holding the values
+    value_type: type[str] | type[int]  # the type of a filter value
+    multi_valued: bool  # several values per record (authors) or at most one (year)
+    # How a list of values is shown to people: most records first, or newest value first.
+    order: Literal["count", "value_descending"]
+    filter_help: str  # what a filter value selects (OpenAPI, CLI help)
+
+    def values_of(self, record: Record) -> tuple[str, ...]:
+        """The record's values of this facet, as strings (the form facet values take)."""
+        value = getattr(record, self.attribute)
+        if self.multi_valued:
+            return tuple(value)
+        return () if value is None else (str(value),)
+
+    def filter_value(self, value: object) -> str | int:
+        """A filter value of this facet's type; InvalidRequest names the facet otherwise."""
+        if self.value_type is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                if isinstance(value, str) and value.strip().isdigit():
+                    value = int(value)
+                else:
+                    raise InvalidRequest(
+                        f"{self.name} must be a whole number", parameter=self.name, value=str(value)
+                    )
+            if not MIN_YEAR <= value <= MAX_YEAR:
+                raise InvalidRequest(
+                    f"{self.name} must be an integer from {MIN_YEAR} to {MAX_YEAR}",
+                    parameter=self.name,
+                    value=str(value),
+                )
+            return value
+        if not isinstance(value, str) or not value:
+            raise InvalidRequest(
+                f"{self.name} values must be non-empty strings", parameter=self.name
+            )
+        return value
+
+
+FACETS: tuple[Facet, ...] = (
+    Facet(
+        name="author",
+        label="Author",
+        attribute="authors",
+        value_type=str,
+        multi_valued=True,
+        order="count",
+        filter_help="Only records by this author",
+    ),
+    Facet(
+        name="year",
+        label="Year",
+        attribute="year",
+        value_type=int,
+        multi_valued=False,
+        order="value_descending",
+        filter_help="Only records of this year",
+    ),
+    Facet(
+        name="category",
+        label="Category",
+        attribute="categories",
+        value_type=str,
+        multi_valued=True,
+        order="count",
+        filter_help="Only records in this category",
+    ),
+)
+FACET_NAMES: tuple[str, ...] = tuple(facet.name for facet in FACETS)
+_BY_NAME = {facet.name: facet for facet in FACETS}
+
+
+def facet_named(name: str) -> Facet:
+    """The facet called `name`; UnknownFacet (naming the valid ones) if there is none."""
+    try:
+        return _BY_NAME[name]
+    except (KeyError, TypeError):
+        raise UnknownFacet(
+            f"unknown facet {name!r}: the facets are {', '.join(FACET_NAMES)}",
+            facet=str(name),
+            facets=list(FACET_NAMES),
+        ) from None

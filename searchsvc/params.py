@@ -1,0 +1,218 @@
+"""Search parameters -> SearchRequest: the one translator the API, the web page and the CLI use.
+
+`SearchParams` is a marshmallow schema of the query-string parameters of a search (checked types
+and ranges, documented in the OpenAPI document from the same fields); it loads straight into the
+domain's `SearchRequest`. The API hands it to flask-smorest; the web page and the CLI call
+`search_request_from(params)` with a query-string mapping. A facet's filter parameter is named
+after the facet (facets.py) and repeats: `author=A&author=B`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, post_load, validate
+from webargs.fields import DelimitedList
+
+from searchsvc.errors import InvalidRequest
+from searchsvc.facets import FACET_NAMES, FACETS, Facet
+from searchsvc.query import (
+    DEFAULT_FACET_SIZE,
+    DEFAULT_PER_PAGE,
+    MAX_FACET_SIZE,
+    MAX_FILTER_VALUES,
+    MAX_PAGE,
+    MAX_PER_PAGE,
+    MAX_QUERY_LENGTH,
+    SEARCH_FIELDS,
+    SORTS,
+    SearchRequest,
+)
+from searchsvc.records import MAX_YEAR, MIN_YEAR
+
+# A query-string mapping: Werkzeug's MultiDict, or a plain dict of a string or a list of them.
+QueryParams = Mapping[str, Any]
+
+
+def year_field(**kwargs: Any) -> fields.Integer:
+    return fields.Integer(validate=validate.Range(MIN_YEAR, MAX_YEAR), **kwargs)
+
+
+def page_field() -> fields.Integer:
+    return fields.Integer(
+        load_default=1,
+        validate=validate.Range(1, MAX_PAGE),
+        metadata={"description": "Page number, from 1."},
+    )
+
+
+def query_text_field(description: str) -> fields.String:
+    return fields.String(
+        load_default="",
+        validate=validate.Length(max=MAX_QUERY_LENGTH),
+        metadata={"description": description},
+    )
+
+
+def _filter_field(facet: Facet) -> fields.List:
+    value: fields.Field
+    if facet.value_type is int:
+        value = year_field()
+    else:
+        value = fields.String(validate=validate.Length(min=1, max=MAX_QUERY_LENGTH))
+    return fields.List(
+        value,
+        data_key=facet.name,
+        load_default=(),
+        validate=validate.Length(max=MAX_FILTER_VALUES),
+        metadata={"description": f"{facet.filter_help} (repeatable: any of them)."},
+    )
+
+
+class _SearchParamsSchema(Schema):
+    """The parameters every search takes besides the facet filters (added from FACETS)."""
+
+    q = query_text_field(
+        'Query text: words (any may match, ranked BM25), "phrases", AND/OR/NOT, (groups), '
+        "wildcards*, fuzzy~, field:word (title, abstract, author, category, year). Empty: every "
+        "record. A malformed query is a 400 whose details give the position of the problem."
+    )
+    # No load_default for these three: absent means SearchRequest's own default (None), and a
+    # null default would document them as nullable.
+    year_from = year_field(metadata={"description": "Earliest year, inclusive."})
+    year_to = year_field(metadata={"description": "Latest year, inclusive."})
+    sort = fields.String(
+        validate=validate.OneOf(SORTS),
+        metadata={"description": "Order of hits; default relevance with q, newest without."},
+    )
+    page = page_field()
+    per_page = fields.Integer(
+        load_default=DEFAULT_PER_PAGE,
+        validate=validate.Range(1, MAX_PER_PAGE),
+        metadata={"description": "Hits per page."},
+    )
+    facets = DelimitedList(
+        fields.String(validate=validate.OneOf(FACET_NAMES)),
+        load_default=FACET_NAMES,
+        # As a list: the OpenAPI default of a comma-list parameter is an array.
+        metadata={
+            "description": "Comma list of facets to count; empty for none.",
+            "default": list(FACET_NAMES),
+        },
+    )
+    facet_size = fields.Integer(
+        load_default=DEFAULT_FACET_SIZE,
+        validate=validate.Range(1, MAX_FACET_SIZE),
+        metadata={"description": "Values per facet."},
+    )
+    highlight = fields.Boolean(
+        load_default=True, metadata={"description": "Mark matched words in title and abstract."}
+    )
+    # Not named `fields`: a Schema's `fields` attribute is its own field table.
+    search_fields = DelimitedList(
+        fields.String(validate=validate.OneOf(SEARCH_FIELDS)),
+        data_key="fields",
+        load_default=SEARCH_FIELDS,
+        validate=validate.Length(min=1),
+        metadata={
+            "description": "Comma list of the fields q searches.",
+            "default": list(SEARCH_FIELDS),
+        },
+    )
+
+    @post_load
+    def make_request(self, data: dict[str, Any], **_: Any) -> SearchRequest:
+        data["fields"] = data.pop("search_fields")
+        data["filters"] = {name: data.pop(name) for name in FACET_NAMES}
+        try:
+            return SearchRequest(**data)
+        except InvalidRequest as exc:
+            name = str(exc.details.get("parameter") or "_schema")
+            raise ValidationError(exc.message, field_name=name) from exc
+
+
+SearchParams = _SearchParamsSchema.from_dict(
+    {facet.name: _filter_field(facet) for facet in FACETS}, name="SearchParams"
+)
+SearchParams.__doc__ = "Query parameters of a search; loads into a SearchRequest."
+
+# Built once: marshmallow compiles a schema's fields on construction.
+_SCHEMA = SearchParams()
+
+
+def search_request_from(
+    params: QueryParams,
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    blank_is_absent: bool = False,
+) -> SearchRequest:
+    """The SearchRequest of query-string parameters; InvalidRequest names the bad parameter.
+
+    `defaults` fill parameters that are absent, `overrides` replace whatever was given (the
+    web page's fixed page size); with `blank_is_absent`, values are stripped and empty ones
+    (`year_from=` from a plain GET form) count as absent. A malformed `q` raises QueryError
+    with its position.
+    """
+    data: dict[str, Any] = dict(defaults or {})
+    for name, field in _SCHEMA.fields.items():
+        key = field.data_key or name
+        values = _values(params, key)
+        if blank_is_absent:
+            values = [v.strip() if isinstance(v, str) else v for v in values]
+            values = [v for v in values if v != ""]
+        if values:
+            # Repeatable parameters keep every value; others take the first, as webargs does.
+            data[key] = values if isinstance(field, fields.List) else values[0]
+    data.update(overrides or {})
+    try:
+        return _SCHEMA.load(data)
+    except ValidationError as exc:
+        errors = exc.normalized_messages()
+        name, messages = next(iter(errors.items()))
+        raise InvalidRequest(
+            f"invalid parameter {name}: {_first(messages)}", parameter=name, errors=errors
+        ) from None
+
+
+def query_params(request: SearchRequest, *, omit: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """The query-string pairs `search_request_from` turns back into `request`, in a stable order,
+    defaults left out (and the parameters named in `omit`)."""
+    pairs: list[tuple[str, str]] = []
+    if request.q:
+        pairs.append(("q", request.q))
+    for name in FACET_NAMES:
+        pairs.extend((name, value) for value in request.selected(name))
+    for name in ("year_from", "year_to", "sort"):
+        if getattr(request, name) is not None:
+            pairs.append((name, str(getattr(request, name))))
+    if request.page != 1:
+        pairs.append(("page", str(request.page)))
+    if request.per_page != DEFAULT_PER_PAGE:
+        pairs.append(("per_page", str(request.per_page)))
+    if request.facets != FACET_NAMES:
+        pairs.append(("facets", ",".join(request.facets)))
+    if request.facet_size != DEFAULT_FACET_SIZE:
+        pairs.append(("facet_size", str(request.facet_size)))
+    if not request.highlight:
+        pairs.append(("highlight", "false"))
+    if request.fields != SEARCH_FIELDS:
+        pairs.append(("fields", ",".join(request.fields)))
+    return [pair for pair in pairs if pair[0] not in omit]
+
+
+def _values(params: QueryParams, key: str) -> list[Any]:
+    getlist = getattr(params, "getlist", None)
+    if getlist is not None:
+        return list(getlist(key))
+    value = params.get(key)
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _first(messages: Any) -> str:
+    while isinstance(messages, dict | list) and messages:
+        messages = next(iter(messages.values())) if isinstance(messages, dict) else messages[0]
+    return str(messages)
