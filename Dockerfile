@@ -19,7 +19,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    SEARCHSVC_INDEX_DIR=/data/index
+    SEARCHSVC_INDEX=/data/index
 
 WORKDIR /app
 # Dependencies and package first: this layer is rebuilt only when they change.
@@ -43,5 +43,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)"]
 
 # The same commands as `make index` and `make run` (tests/test_deploy_files.py checks this).
-# Indexer: searchsvc index seeds/ --index-dir /data/index
+# Indexer: searchsvc index seeds/ --index /data/index
 CMD ["gunicorn", "--config", "python:searchsvc.serving.gunicorn_conf", "--bind", "0.0.0.0:8000", "wsgi:app"]

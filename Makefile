@@ -2,12 +2,12 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-INDEX_DIR ?= index
+INDEX ?= index
 HOST ?= 127.0.0.1
 PORT ?= 8000
 SEEDS := $(wildcard seeds/*.txt)
 
-.PHONY: run index test lint format bench bench-index bench-search bench-relevance bench-http \
+.PHONY: run index test test-fast typecheck lint format bench bench-index bench-search bench-relevance bench-http \
 	bench-scale screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
@@ -23,24 +23,35 @@ $(BIN)/.installed-test: $(BIN)/.installed
 	touch $@
 
 # Rebuilt when missing, or older than any seed file or the schema.
-$(INDEX_DIR)/CURRENT: $(SEEDS) searchsvc/backends/whoosh/schema.py | $(BIN)/.installed
-	$(BIN)/searchsvc index seeds/ --index-dir $(INDEX_DIR)
+$(INDEX)/CURRENT: $(SEEDS) searchsvc/backends/whoosh/schema.py | $(BIN)/.installed
+	$(BIN)/searchsvc index seeds/ --index $(INDEX)
 
-index: $(INDEX_DIR)/CURRENT
-	$(BIN)/searchsvc stats --index-dir $(INDEX_DIR)
+index: $(INDEX)/CURRENT
+	$(BIN)/searchsvc stats --index $(INDEX)
 
+# `make run PORT=8001 HOST=0.0.0.0` to serve elsewhere.
 run: index
-	SEARCHSVC_INDEX_DIR=$(INDEX_DIR) $(BIN)/gunicorn --config python:searchsvc.serving.gunicorn_conf \
+	SEARCHSVC_INDEX=$(INDEX) $(BIN)/gunicorn --config python:searchsvc.serving.gunicorn_conf \
 		--bind $(HOST):$(PORT) wsgi:app
 
+# The whole suite: lint, types, every test (browser and servers included). What .ci/run calls.
 test: $(BIN)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+# The edit-test loop: no browser, no servers, property tests at a tenth of their examples.
+test-fast: $(BIN)/.installed-test
+	SEARCHSVC_TESTS=fast $(BIN)/python -m pytest -m "not slow" -q
+
+typecheck: $(BIN)/.installed-test
+	$(BIN)/mypy
 
 lint: $(BIN)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(BIN)/.installed-test
 	$(BIN)/ruff check --fix .
@@ -60,9 +71,9 @@ bench-search: $(BIN)/.installed-bench
 bench-relevance: $(BIN)/.installed-test
 	$(BIN)/python -m benchmarks.relevance
 
-# Needs wrk (Debian: apt-get install wrk); serves the index in $(INDEX_DIR) with gunicorn.
+# Needs wrk (Debian: apt-get install wrk); serves the index in $(INDEX) with gunicorn.
 bench-http: $(BIN)/.installed-test index
-	$(BIN)/python -m benchmarks.bench_http --index-dir $(INDEX_DIR)
+	$(BIN)/python -m benchmarks.bench_http --index-dir $(INDEX)
 
 # Build rate, size, memory and search latency at 10k, 40k, 200k and 1M synthetic records
 # (hours at 1M; SCALE_ARGS="--sizes 10k,40k" for a quick run).

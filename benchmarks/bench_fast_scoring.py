@@ -102,8 +102,10 @@ def run(root: Path, corpus, count: int, k: int) -> None:
     from searchsvc.backends.whoosh.accel.array_scoring import Bm25, extract_terms, rank
     from searchsvc.backends.whoosh.accel.lexicon import Lexicon
     from searchsvc.backends.whoosh.accel.snapshot_postings import SnapshotArrays
-    from searchsvc.backends.whoosh.queries.compile import parse, weighting
+    from searchsvc.backends.whoosh.queries.compile import compile_query
+    from searchsvc.backends.whoosh.ranking import weighting
     from searchsvc.backends.whoosh.store import IndexDirectory
+    from searchsvc.querylang import parse_query
 
     index = IndexDirectory(root).open()
     searcher = index.searcher(weighting=weighting())
@@ -121,7 +123,8 @@ def run(root: Path, corpus, count: int, k: int) -> None:
     def parsed_set(queries):
         out = []
         for q in queries:
-            parsed = parse(q.text, SEARCH_FIELDS, reader, lambda field, value: value, lexicon)
+            tree = parse_query(q.text)
+            parsed = compile_query(tree, SEARCH_FIELDS, reader, lambda field, value: value, lexicon)
             out.append((q, parsed.query, extract_terms(parsed.query)))
         return out
 
@@ -276,7 +279,7 @@ _COLD_START = """
 import json, sys, time
 started = time.perf_counter()
 from searchsvc.backends.whoosh.accel.snapshot_postings import arrays_for
-from searchsvc.backends.whoosh.queries.compile import weighting
+from searchsvc.backends.whoosh.ranking import weighting
 from searchsvc.backends.whoosh.accel.array_scoring import Bm25, TermQuery, rank
 from searchsvc.backends.whoosh.store import IndexDirectory
 imported = time.perf_counter()

@@ -350,7 +350,7 @@ def searchsvc_ranking_oracle(plain: Engine):
     """Stock Whoosh ranking with searchsvc's ranked fields, boosts and BM25 constants, on the
     plain Whoosh index (same analysis): the exact ranking a fast path must reproduce."""
     try:
-        from searchsvc.backends.whoosh.queries import compile as backend_queries
+        from searchsvc.backends.whoosh import ranking as backend_queries
         from searchsvc.query import SEARCH_FIELDS
 
         fields = backend_queries.index_fields(SEARCH_FIELDS)

@@ -280,7 +280,7 @@ def _writing_bar(collected: _Collected, progress: bool | None) -> Iterator[tqdm]
 
 class _BarProgress:
     """The engine's progress on the bar: records written, then its commit (merging postings
-    and writing segments can take a third of a build)."""
+    and writing segments is a long stage of its own)."""
 
     def __init__(self, bar: tqdm) -> None:
         self.bar = bar

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -34,6 +34,7 @@ class SearchRequest:
     """
 
     q: str = ""
+    # Facet name -> selected values (a single value or any iterable is accepted too).
     filters: Mapping[str, tuple[str | int, ...]] = field(default_factory=dict, hash=False)
     year_from: int | None = None
     year_to: int | None = None
@@ -96,10 +97,6 @@ class SearchRequest:
         """The filter values of a facet, as strings (the form facet values take)."""
         facet_named(facet)
         return tuple(str(value) for value in self.filters.get(facet, ()))
-
-    def with_filters(self, **filters: Iterable[str | int]) -> SearchRequest:
-        """The same request with these facets' selections replaced."""
-        return replace(self, filters={**self.filters, **filters})
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"q": self.q}

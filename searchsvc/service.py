@@ -73,9 +73,9 @@ class SearchService:
         Filters are keywords named after the facets: `author=[...]`, `category="cs.DC"`,
         `year=2021` (OR within a facet, AND across facets).
         """
-        request = SearchRequest(
-            q=q,
-            filters=filters,
+        request = SearchRequest.from_params(
+            q,
+            **filters,
             year_from=year_from,
             year_to=year_to,
             sort=sort,
@@ -134,7 +134,7 @@ class SearchService:
 
         A search builds the facet arrays and ranking caches; a word found nowhere loads the
         spelling words of did-you-mean. Autocomplete's author-name index is left to the first
-        suggestion: it takes seconds at a million records, and gunicorn restarts a worker whose
+        suggestion: it takes long on a large index, and gunicorn restarts a worker whose
         start-up (this) outlasts its timeout.
         """
         self.backend.search(SearchRequest(q="a", per_page=1))

@@ -43,25 +43,21 @@ class SearchsvcEngine(Engine):
         return f"v{INDEX_VERSION}-s{SCHEMA_VERSION}-{code_digest(_INDEX_CODE)}"
 
     def build(self, records: Sequence[Record]) -> None:
-        from searchsvc.backends.whoosh.store import IndexDirectory
+        from searchsvc.backends import open_backend
 
-        # The production write path minus deduplication: every engine must index the same
-        # documents (SciFact has records that searchsvc's identity rule would merge).
-        with IndexDirectory(self.index_dir).build() as index:
-            try:
-                from searchsvc.backends.whoosh.build.writer import add_records, choose_procs
-            except ImportError:
-                _add_with_one_writer(index, records)
-            else:
-                add_records(index, records, procs=choose_procs(len(records)))
+        # The production write path (the engine contract) minus deduplication: every engine
+        # must index the same documents (SciFact has records that searchsvc's identity rule
+        # would merge).
+        with open_backend(self.index_dir) as backend:
+            backend.rebuild(list(records))
 
     def open(self) -> None:
-        from searchsvc.backends.whoosh.backend import WhooshBackend
+        from searchsvc.backends import open_backend
         from searchsvc.query import SearchRequest
 
         self._restore = apply_constants(dict(self.options.get("constants") or {}))
         self.request_type = SearchRequest
-        self.backend = WhooshBackend.open(self.index_dir)
+        self.backend = open_backend(self.index_dir)
 
     def close(self) -> None:
         self.backend.close()
@@ -86,15 +82,6 @@ class SearchsvcEngine(Engine):
         return answer
 
 
-def _add_with_one_writer(index, records: Sequence[Record]) -> None:
-    from searchsvc.backends.whoosh.documents import to_document
-
-    writer = index.writer(limitmb=256)
-    for record in records:
-        writer.add_document(**to_document(record))
-    writer.commit()
-
-
 def apply_constants(constants: dict[str, object]) -> dict[str, object]:
     """Set module constants of the Whoosh backend package; returns the previous values."""
     import importlib
@@ -106,8 +93,8 @@ def apply_constants(constants: dict[str, object]) -> dict[str, object]:
     if not constants:
         return previous
     found = set()
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+    for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+        module = importlib.import_module(info.name)
         for name, value in constants.items():
             if hasattr(module, name):
                 previous.setdefault(name, getattr(module, name))

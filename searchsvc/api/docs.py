@@ -8,6 +8,7 @@ gets a form that sends the request from the browser.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from flask import Flask, Response, current_app
@@ -60,7 +61,7 @@ def _constraints(schema: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _rows(cells: list[list[Any]]) -> str:
+def _rows(cells: Iterable[list[Any]]) -> str:
     return "".join(
         "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in cells
     )

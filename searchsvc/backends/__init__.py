@@ -104,5 +104,6 @@ def _import(target: str) -> BackendFactory:
     value: object = importlib.import_module(module_name)
     for name in attribute.split("."):
         value = getattr(value, name)
-    assert callable(value)
-    return value  # type: ignore[return-value]
+    if not callable(value):
+        raise InvalidLocation(f"{target} is not a backend factory")
+    return value

@@ -305,8 +305,8 @@ def _any_of(items: list[Node]) -> Node:
     if len(items) == 1:
         return items[0]
     negations = [item for item in items if isinstance(item, Not)]
-    wanted = [item for item in items if not isinstance(item, Not)]
-    every = [item for item in wanted if isinstance(item, MatchAll)]
+    wanted: list[Node] = [item for item in items if not isinstance(item, Not)]
+    every: list[Node] = [item for item in wanted if isinstance(item, MatchAll)]
     if every:
         wanted = every[:1]  # every record matches: the other words add nothing
     if not negations:

@@ -36,10 +36,9 @@ threads = _int_from_env("SEARCHSVC_THREADS", 1)
 # (searchsvc/serving/worker.py says why); with SEARCHSVC_THREADS over 1 gunicorn runs gthread
 # workers instead. sync workers close the connection after each response, so a client pays a
 # TCP connect per request. gthread workers keep connections alive, but they pin a client to the
-# worker that accepted it and poll in a thread pool: on the arXiv-2025 index
-# (benchmarks/bench_http.py, 2 workers) they were no faster with one client and at 32 clients
-# answered 115 searches/s with a p99 of 0.41 s, where sync workers, which share one queue (the
-# listen backlog), answered 196-264/s with a p99 of 0.16-0.21 s. And a gthread worker is not
+# worker that accepted it and poll in a thread pool: in benchmarks/bench_http.py they were no
+# faster with one client and, with many, answered fewer searches with a longer tail than sync
+# workers, which share one queue (the listen backlog). And a gthread worker is not
 # restarted when a request runs past `timeout`. Try it: `--worker-class gthread`.
 worker_class = "searchsvc.serving.worker.DeferredLogSyncWorker"
 timeout = _int_from_env("SEARCHSVC_TIMEOUT", 30)
@@ -80,7 +79,7 @@ def post_worker_init(worker) -> None:
     from searchsvc.extension import get_service
 
     app = getattr(worker, "wsgi", None)
-    if not hasattr(app, "app_context"):
+    if app is None or not hasattr(app, "app_context"):
         return
     try:
         with app.app_context():

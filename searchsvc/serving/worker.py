@@ -1,12 +1,11 @@
 """gunicorn's sync worker, writing each access line once the next connection is accepted.
 
 gunicorn's sync worker writes a request's access line after the answer and before it accepts
-the next connection: about 0.1 ms of formatting and writing. Every waiting worker is woken for
-a new connection and the first to accept it wins, so a client that connects again as soon as
-it has its answer is then often taken by another worker. That worker has sat idle for a whole
-request and starts with cold CPU caches: on the arXiv-2025 index one client's searches took
-0.56 ms longer at p50 with gunicorn's sync worker than with this one (benchmarks/README.md,
-bench_http).
+the next connection, and formatting and writing it delays the accept. Every waiting worker is
+woken for a new connection and the first to accept it wins, so a client that connects again as
+soon as it has its answer is then often taken by another worker. That worker has sat idle for a
+whole request and starts with cold CPU caches, which slows one client's searches
+(benchmarks/README.md, bench_http).
 
 This worker holds the line back until it has accepted its next connection, or until it has had
 none for a second, and writes it then. Lines keep their order and their content, except that a
@@ -26,6 +25,8 @@ DEFERRED_LINE_SECONDS = 1.0
 
 class DeferredLogSyncWorker(SyncWorker):
     """gunicorn's sync worker with access lines written after the next accept."""
+
+    log: Any
 
     def run(self) -> None:
         self.log = _DeferredAccessLog(self.log)

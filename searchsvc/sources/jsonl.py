@@ -1,7 +1,7 @@
 """JSON-lines input: the shared line loop, and the reader of `searchsvc export` output.
 
-Decoding JSON and converting TeX (pylatexenc) cost about 0.3 ms per arXiv record, a quarter
-of a fast build; a large file is therefore converted by worker processes, batch by batch, with
+Decoding JSON and converting TeX (pylatexenc) is CPU work on every record and a large share of
+a fast build; a large file is therefore converted by worker processes, batch by batch, with
 the results (and the skip reports) handed back in line order.
 """
 

@@ -15,6 +15,7 @@ import itertools
 import re
 import string
 from collections.abc import Collection, Iterable
+from typing import cast
 
 import numpy as np
 from whoosh.analysis import STOP_WORDS
@@ -31,12 +32,12 @@ _ASCII_WORD = np.zeros(256, dtype=bool)
 _ASCII_WORD[[ord(ch) for ch in string.ascii_letters + string.digits + "_"]] = True
 _DOT, _SPACE = ord("."), ord(" ")
 # From about this length on, ASCII text is split faster by array operations than by the regex
-# (Python's regex engine takes ~65 ns a character here; the arrays cost ~25 us a call).
+# (the regex pays for every character, the arrays mostly a fixed cost per call).
 _ARRAY_SPLIT_MIN_CHARS = 400
 _MIN_WORD = 2  # StopFilter's minsize
 _STOP_WORDS = frozenset(STOP_WORDS)
-# Raw word -> (folded word, stem), the stem None for a stop word. Bounded: a 1M-record corpus
-# has millions of distinct tokens (numbers, identifiers), and a miss only costs the work again.
+# Raw word -> (folded word, stem), the stem None for a stop word. Bounded: distinct tokens
+# (numbers, identifiers) keep growing with the corpus, and a miss only costs the work again.
 _MAX_CACHED = 500_000
 _cache: dict[str, tuple[str, str | None]] = {}
 # The same for `text_words`: raw word -> (folded word, stem), or False for a stop word.
@@ -54,13 +55,13 @@ def _lower_folded(raw: str) -> str:
 def _fate(raw: str) -> tuple[str, str | None]:
     word = _lower_folded(raw)
     stopped = len(word) < _MIN_WORD or word in _STOP_WORDS
-    fate = (word, None if stopped else snowball_english(word))
+    stem = None if stopped else snowball_english(word)
     if len(_cache) >= _MAX_CACHED:
         _cache.clear()
         _kept_cache.clear()
-    _cache[raw] = fate
-    _kept_cache[raw] = False if stopped else fate
-    return fate
+    _cache[raw] = (word, stem)
+    _kept_cache[raw] = False if stem is None else (word, stem)
+    return word, stem
 
 
 def text_words(text: str) -> tuple[int, list[tuple[str, str]]]:
@@ -70,7 +71,7 @@ def text_words(text: str) -> tuple[int, list[tuple[str, str]]]:
     the first kept word, so word i of the list is at position `first + i`.
     """
     raws = _TOKEN.findall(text)
-    # Looked up and filtered by C-level calls: a loop over the words cost twice as much.
+    # Looked up and filtered by C-level calls: a Python loop pays the interpreter per word.
     fates = list(map(_kept_cache.get, raws))
     if None in fates:  # words not seen before
         for position, fate in enumerate(fates):
@@ -79,9 +80,9 @@ def text_words(text: str) -> tuple[int, list[tuple[str, str]]]:
                 if raw not in _kept_cache:
                     _fate(raw)
                 fates[position] = _kept_cache[raw]
-    kept = list(filter(None, fates))  # stop words are False
+    kept = cast("list[tuple[str, str]]", list(filter(None, fates)))  # stop words are False
     # Every word before the first kept one is a stop word (False), unequal to any pair.
-    return (fates.index(kept[0]) if kept else 0), kept  # type: ignore[return-value]
+    return (fates.index(kept[0]) if kept else 0), kept
 
 
 def word_bounds(text: str) -> tuple[list[str], list[int], list[int]]:
@@ -98,7 +99,7 @@ def word_bounds(text: str) -> tuple[list[str], list[int], list[int]]:
 
 
 def _ascii_word_bounds(text: str) -> tuple[list[str], list[int], list[int]]:
-    """`word_bounds` of ASCII text with array operations (an abstract in a third of the time).
+    """`word_bounds` of ASCII text with array operations (no regex step per character).
 
     A token of `_TOKEN` is a run of word characters in which a full stop between two word
     characters counts as one too ("e.g" of "e.g.", "3.5"): the regex takes a full stop only

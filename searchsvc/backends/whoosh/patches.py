@@ -21,7 +21,7 @@ _MISSING = object()
 def _cached_reader(self, fieldname, column):
     # Stock Whoosh caches a field's length-column reader only when the column exists, so a
     # field without lengths (ids, facet keywords, the spelling field) costs a stat() syscall for
-    # every posting written at commit: a fifth of the commit time here. Cache the miss too.
+    # every posting written at commit, where a dict lookup would do. Cache the miss too.
     reader = self._readers.get(fieldname, _MISSING)
     if reader is _MISSING:
         reader = self.column_reader(fieldname, column) if self.has_column(fieldname) else None
@@ -71,7 +71,7 @@ class _BufferReader(io.RawIOBase):
 
 def _buffer_file_init(self, buf, name=None, onclose=None):
     # Stock Whoosh wraps the buffer in a BytesIO, which copies it: opening a reader copied each
-    # segment's whole term table (a third of a second and ~100 MB per process at 40k records)
+    # segment's whole term table (time and memory in every process, growing with the index)
     # although terms are then read through `get`, straight from the mapped buffer. Read the
     # buffer in place instead; reads through the file interface see the same bytes.
     self._buf = buf
@@ -84,8 +84,8 @@ def _buffer_file_init(self, buf, name=None, onclose=None):
 
 def _read_offsets_and_lengths(self):
     # Stock Whoosh derives the offsets of a column written without them (the stored fields,
-    # among others) in a Python loop, one append per document: 10-25 ms per 20k-document segment
-    # the first time a new searcher reads a stored field. The same offsets, summed in C.
+    # among others) in a Python loop, one append per document, the first time a new searcher
+    # reads a stored field. The same offsets, summed in C.
     dbfile, doccount = self._dbfile, self._doccount
     # The column ends with the lengths' type code, or with "X" after the offsets' and lengths'.
     lastbyte = self._basepos + self._length - 1

@@ -20,9 +20,9 @@ SCHEMA_VERSION = 2
 QUERY_FIELDS = ("title", "abstract", "content", "author_names", "category", "year")
 
 _ENGLISH = Stemmer.Stemmer("english")
-# PyStemmer's own cache (10,000 words by default) makes a stem 4-6x slower once a corpus has
-# more distinct words than that (1.3 us a word without it, 8 us with it, at 19k words), and
-# analysis.py already keeps every raw word's stem.
+# PyStemmer's own cache (10,000 words by default) makes stemming slower, not faster, once a
+# corpus has more distinct words than that (its upkeep outweighs its hits), and analysis.py
+# already keeps every raw word's stem.
 _ENGLISH.maxCacheSize = 0
 
 
@@ -65,7 +65,7 @@ def build_schema() -> fields.Schema:
         title_sort=fields.ID(sortable=True),
         # Every document's facet values packed in one column (see documents.pack_facets): a
         # searcher loads them for all documents in one read, instead of unpickling each
-        # document's stored fields (seconds at 40k records).
+        # document's stored fields, one by one.
         facet_values=fields.COLUMN(columns.VarBytesColumn()),
         # Display-only fields.
         authors=fields.STORED(),

@@ -200,8 +200,8 @@ class IndexDirectory:
 
 def _save_state_files(index: Index, generation: Path) -> None:
     # Saved with the state they describe, so that a new process loads them instead of reading
-    # every document (facet arrays: about 1.6 s at 40k records) or every segment's term table
-    # (lexicons); facet_arrays.py and lexicon_files.py check that they still match.
+    # every document (facet arrays) or every segment's term table (lexicons) on a user's
+    # request; facet_arrays.py and lexicon_files.py check that they still match.
     with index.reader() as reader:
         for name, content_of in ((FACET_ARRAYS, facet_arrays_bytes), (LEXICONS, lexicons_bytes)):
             for leftover in generation.glob(f".{name}.*.tmp"):

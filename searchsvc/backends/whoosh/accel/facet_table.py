@@ -35,8 +35,8 @@ _SPARSE_FRACTION = 8
 # How many values (by total, at least twice the list's size) the bounded top-N counts first.
 _FIRST_VALUES = 32
 # How many of a facet's most frequent values the bounded top-N holds grouped by value (ranks
-# fit in 16 bits); past them it counts every value. At 1M records none of the benchmark
-# queries needed more than 4,096.
+# fit in 16 bits); past them it counts every value. Enough that a top N rarely runs past them,
+# few enough to group cheaply.
 _RANKED_VALUES = 4096
 
 
@@ -125,10 +125,10 @@ class ValueColumn:
     ) -> tuple[FacetValue, ...]:
         """`top(counts(documents), size, selected)`, counting only the values that can make it.
 
-        With many matches, counting every value costs a pass over every entry (six million
-        author entries at a million records) and a scan of every count. But a value's count
-        cannot exceed its total: counting values from the largest total down, once `size`
-        values have a count above the largest total left, no value left can enter the list.
+        With many matches, counting every value costs a pass over every entry (for authors, one
+        per author of every record) and a scan of every count. But a value's count cannot exceed
+        its total: counting values from the largest total down, once `size` values have a count
+        above the largest total left, no value left can enter the list.
         """
         if size <= 0:
             return ()
@@ -175,6 +175,7 @@ class ValueColumn:
         if self._word_starts is None:
             self._index_word_starts()
         starts, ordinals = self._word_starts, self._word_start_values
+        assert starts is not None and ordinals is not None
         low = bisect.bisect_left(starts, wanted)
         high = bisect.bisect_left(starts, wanted + "\U0010ffff", lo=low)
         return np.unique(ordinals[low:high])
@@ -188,7 +189,7 @@ class ValueColumn:
         # Every folded value from each of its word starts ("venkataraman", "shivaram venk..."),
         # sorted: a prefix is then a range found by bisection, whatever the number of values.
         folded = [fold(value) for value in self.values]
-        # One regex pass over every value (one per value cost ~5 us each, most of the time):
+        # One regex pass over every value (a call per value was most of the time):
         # joined by newlines, which fold() never leaves inside a value and which start a word
         # as the start of a value does.
         joined = "\n".join(folded)
@@ -214,7 +215,7 @@ class _ValueMajor:
 
     Only the `_RANKED_VALUES` values with the most documents: finding a top N goes down from
     the largest total and stops early, and grouping every entry would cost a sort of them all
-    when a process first counts (two seconds for six million author entries).
+    when a process first counts, paid by whichever request comes first.
     """
 
     ordinals: np.ndarray  # value ordinals, most documents first (ties by ordinal)
@@ -365,7 +366,7 @@ def _column_bytes(reader: IndexReader, name: str) -> list[bytes]:
     values: list[bytes] = []
     for leaf, _ in reader.leaf_readers():
         column = leaf.column_reader(name, translate=False) if leaf.has_column(name) else None
-        if type(column) is not VarBytesColumn.Reader:
+        if column is None or type(column) is not VarBytesColumn.Reader:
             values.extend(leaf.column_reader(name, translate=False))
             continue
         starts = np.asarray(column._offsets, dtype=np.int64)

@@ -1,7 +1,7 @@
-"""A snapshot's `FacetTable` saved beside the index, so a new process loads it in milliseconds.
+"""A snapshot's `FacetTable` saved beside the index, so a new process loads it, not computes it.
 
-Computing the table reads every document's packed facet column and sorts every title: about
-1.6 s at 40k records, most of what a fresh gunicorn worker spent before answering its first
+Computing the table reads every document's packed facet column and sorts every title: work that
+grows with the index, and most of what a fresh gunicorn worker spent before answering its first
 search. Builds and updates (store.py) therefore save it, as one uncompressed `.npz` of plain
 arrays, together with the signature of the exact index state it describes: the Whoosh TOC
 generation, the document count and every segment with its size and deletion count.
@@ -20,7 +20,7 @@ import logging
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 import numpy as np
 from whoosh.reading import IndexReader
@@ -44,14 +44,14 @@ def state_signature(reader: IndexReader) -> dict[str, Any]:
         "format": FORMAT_VERSION,
         "toc_generation": reader.generation(),
         "doc_count_all": reader.doc_count_all(),
-        "segments": [list(part) for part in reader_signature(reader)],
+        "segments": [list(cast("tuple[Any, ...]", part)) for part in reader_signature(reader)],
     }
 
 
 def facet_arrays_bytes(reader: IndexReader) -> bytes:
     """The saved form of the FacetTable of `reader`'s index state (an uncompressed .npz)."""
     table = FacetTable.build(reader)
-    arrays: dict[str, np.ndarray] = {
+    arrays: dict[str, Any] = {
         "signature": text_array(json.dumps(state_signature(reader), sort_keys=True)),
         "live": table.live,
         "year": table.year,
@@ -113,13 +113,13 @@ def facet_table_for(path: Path, reader: IndexReader) -> FacetTable:
 class PackedValues(Sequence[str]):
     """A saved column's sorted values as one string and the end offset of each value in it.
 
-    Splitting the string into 100k+ author names took 30-40 ms of a cold start at 40k records;
-    a value is sliced out when asked for instead (`top` asks for ten, `ordinal` for ~17).
+    Splitting the string into one str per value (every author name) weighed on a cold start;
+    a value is sliced out when asked for instead (`top` asks for a few, `ordinal` bisects).
     """
 
     def __init__(self, text: str, ends: np.ndarray) -> None:
         self._text = text
-        self._ends = ends  # kept as numpy: a list of 100k+ ints would cost more than it saves
+        self._ends = ends  # kept as numpy: a list of that many ints would cost more than it saves
 
     def __len__(self) -> int:
         return len(self._ends)

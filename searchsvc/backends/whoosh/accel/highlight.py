@@ -1,9 +1,9 @@
 """Highlighted title and abstract: escaped HTML whose only tags are `<mark>` around matches.
 
 The fragments are the ones Whoosh's `highlight()` picks with a `ContextFragmenter` (or a
-`WholeFragmenter` for titles) and its `BasicFragmentScorer`, but computed from the one-pass
-word spans of analysis.py instead of Whoosh's Token stream: re-analysing each hit's abstract
-through Whoosh's filter chain was half the time of a faceted, highlighted search.
+`WholeFragmenter` for titles) and its `BasicFragmentScorer`, but computed from the one-pass word
+spans of analysis.py instead of Whoosh's Token stream: re-analysing each hit's abstract through
+Whoosh's filter chain was a large part of a faceted, highlighted search.
 tests/test_search_highlight.py checks the output against Whoosh's own `highlight()`.
 """
 

@@ -1,11 +1,11 @@
 """The terms of one field in memory, for wildcard, fuzzy, autocomplete and spelling lookups.
 
-Walking Whoosh's on-disk term table costs a seek per step: a leading wildcard or an
-edit-distance automaton took seconds per query on a loaded machine. A sorted list of the
-field's terms, read once per index snapshot, answers the same questions in milliseconds.
+Walking Whoosh's on-disk term table costs a seek per step, and a leading wildcard or an
+edit-distance automaton walks much of it per query. A sorted list of the field's terms, read
+once per index snapshot, answers the same questions in memory, by bisection.
 Edit distances are computed by rapidfuzz (C++) over the terms sharing the word's first letters,
-rather than by stepping Whoosh's Levenshtein automaton, whose construction alone took tens of
-milliseconds per word and was the slowest part of a did-you-mean.
+rather than by stepping Whoosh's Levenshtein automaton, whose construction alone (in Python, for
+every word) was the slowest part of a did-you-mean.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """The lexicons everyday requests need, saved beside the index so a new worker loads them at once.
 
 A did-you-mean needs the spelling words of `content`, an autocomplete the terms of `title`, and
-a new process reads them from every segment's term table on its first such request: 0.13 s for
-the spelling words at 40k records, 1.5 s at a million (ten segments). Builds and updates
-(store.py) save them as one uncompressed `.npz`, each field's terms joined by NULs, with the
-signature of the index state they were read from (facet_arrays.state_signature). A missing file,
-one of another state or one that does not load cleanly only means the terms are read from the
-index as before.
+a new process reads them from every segment's term table on its first such request, a wait that
+grows with the index and falls on a user's request. Builds and updates (store.py) save them as
+one uncompressed `.npz`, each field's terms joined by NULs, with the signature of the index
+state they were read from (facet_arrays.state_signature). A missing file, one of another state
+or one that does not load cleanly only means the terms are read from the index as before.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from whoosh.reading import IndexReader
@@ -35,7 +35,9 @@ _SEPARATOR = "\x00"  # text terms never hold a NUL (term_tables joins them the s
 
 def lexicons_bytes(reader: IndexReader) -> bytes:
     """The saved form of `saved_fields`' terms in `reader`'s state (an uncompressed .npz)."""
-    arrays = {"signature": text_array(json.dumps(state_signature(reader), sort_keys=True))}
+    arrays: dict[str, Any] = {
+        "signature": text_array(json.dumps(state_signature(reader), sort_keys=True))
+    }
     for field in saved_fields(reader):
         terms = field_terms(reader, field)
         joined = _SEPARATOR.join(terms)

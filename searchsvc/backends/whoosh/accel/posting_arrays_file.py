@@ -1,8 +1,9 @@
 """A segment's posting lists as flat arrays in a file beside it, memory-mapped and read zero-copy.
 
 Decoding Whoosh's posting blocks (posting_blocks.py) costs a Python file read, a zlib call and a
-pickle parse per 128 postings: at 1M records, ~80% of a faceted search. This file holds the same
-postings as raw arrays, so a term's postings in a segment are two slices of a memory map.
+pickle parse per 128 postings, and a search reads every posting of its terms: on a large index,
+most of a faceted search. This file holds the same postings as raw arrays, so a term's postings
+in a segment are two slices of a memory map.
 
 One file per segment, `<segment id>.postarrays` in the index directory. Whoosh stays the store of
 record; the file is derived data and is named so that Whoosh's `clean_files` deletes it with its
@@ -145,7 +146,7 @@ class PostingArraysWriter:
             "postings": len(self._docs),
             "fields": self._fields,
         }
-        sections = [
+        sections: list[np.ndarray] = [
             np.frombuffer(self._key_ends, dtype=np.int64),
             np.frombuffer(self._prefixes, dtype=np.uint64),
             np.frombuffer(self._post_ends, dtype=np.int64),

@@ -1,11 +1,11 @@
 """A field's terms read from Whoosh's term tables in bulk, for the in-memory lexicons.
 
 `IndexReader.lexicon(field)` steps through a segment's term table (an `OrderedHashReader`) one
-record at a time through several generators, and merges segments with a heap: about 6 us a
-term, so the first did-you-mean of a new worker waited 0.6 s for the 93,000 spelling words of
-the 40k-record index (seconds at a million records). Each table also keeps an array of every
-record's position, in key order; a field's keys are one contiguous run of it (keys begin with
-the field's number), so its terms are sliced out of one read of that run.
+record at a time through several generators, and merges segments with a heap: Python work for
+every term, and the first did-you-mean of a new worker waited for every spelling word of the
+index. Each table also keeps an array of every record's position, in key order; a field's keys
+are one contiguous run of it (keys begin with the field's number), so its terms are sliced out
+of one read of that run.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def field_terms(reader: IndexReader, field: str) -> list[str]:
     if len(per_segment) == 1:
         return per_segment[0]
     # Each segment's terms are in order, and timsort merges sorted runs in about linear time
-    # (five times faster than heapq.merge here); a term in several segments is then a run.
+    # (in C, where heapq.merge yields term by term); a term in several segments is then a run.
     merged = sorted(itertools.chain.from_iterable(per_segment))
     return [term for term, _ in itertools.groupby(merged)]
 
@@ -78,7 +78,7 @@ def _segment_terms(segment, field: str) -> list[str]:
 
 def _decode_all(data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> list[str]:
     """data[start:stop] decoded for each pair, by one decode of the terms joined with NULs
-    (a Python slice and decode per term cost ~0.8 us, most of a table's reading); raises
+    (a Python slice and decode per term was most of a table's reading); raises
     _BinaryTerms when a term holds a NUL itself, UnicodeDecodeError (a ValueError) when one
     is not UTF-8."""
     lengths = stops - starts

@@ -2,12 +2,12 @@
 
 Whoosh's writer hands every document to its per-document writer field by field: a stored-fields
 dict pickled and compressed per document, a length byte per text field, each column value, all
-through a few method calls each (about a fifth of a build's time). `DocumentColumns` keeps the
+through a few method calls each, a Python cost paid per value. `DocumentColumns` keeps the
 same values as the documents arrive and, at the end, feeds each column's writer in one loop.
 The columns are created in the order Whoosh's writer would create them (the order each is
 first met, after the stored fields), so the segment's files come out the same
 (tests/test_fast_writer.py), but for the stored fields' compression: ISA-L's (python-isal) in
-zlib's format, which Whoosh's reader decompresses with zlib as before, in a third of the time
+zlib's format, which Whoosh's reader decompresses with zlib as before, in much less time than
 zlib takes for the same size.
 """
 
@@ -23,7 +23,7 @@ from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
 from whoosh.columns import VarBytesColumn
 
 STORED = "_stored"  # W3PerDocWriter's stored-fields column
-_STORED_LEVEL = 2  # ISA-L's; its levels 1-3 compress arXiv records to within 1% of zlib's 3
+_STORED_LEVEL = 2  # ISA-L's; its levels 1-3 compress arXiv records about as well as zlib's 3
 
 
 class DocumentColumns:

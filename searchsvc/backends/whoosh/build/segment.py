@@ -2,7 +2,7 @@
 
 Whoosh's writer analyses every text field through generators of Token objects, pushes each
 posting as a tuple through a sorting pool, and writes the postings one method call at a time;
-at ~344 postings a record that is most of a build's time. `SegmentBuilder` analyses title and
+with a posting per word, that is most of a build's time. `SegmentBuilder` analyses title and
 abstract once (analysis.py, identical to the schema's analyzers) and derives `content` and its
 spelling words from the same words. The positions fields (title, abstract, content, author
 names) and the spelling words keep their tokens as runs of terms, turned into arrays and then
@@ -97,6 +97,7 @@ class _Texts:
         known = self._terms.get(part)
         if known is None:
             self.resolve()
+            assert self._resolved is not None
             words = self._resolved[3]  # in id order
             terms_of = [word[part] if type(word) is tuple else word for word in words]
             # Whoosh orders terms by their UTF-8 bytes; str order is code point order, which
@@ -308,7 +309,13 @@ class SegmentBuilder:
             lengths[ABSTRACT] = self._add_text(docnum, ABSTRACT, abstract_text)
         content = document.get(COMBINED_FIELD)
         if content is not None:
-            if title_text and abstract_text and content == f"{title}\n{abstract}":
+            if (
+                title is not None
+                and abstract is not None
+                and title_text
+                and abstract_text
+                and content == f"{title}\n{abstract}"
+            ):
                 content_text = _Text.joined(title, title_text, abstract_text)
             else:
                 content_text = _Text.of(self._texts, text_words(content))
@@ -410,7 +417,7 @@ class SegmentBuilder:
         if self._spelling.keys() & self._spelling_words.keys():
             raise ValueError("a spelling field has words from analysed and from other fields")
         # Spelling field -> each document's posting value of its text field (see below).
-        last_values: dict[str, DocValues] = {}
+        last_values: dict[str, DocValues | None] = {}
         for name in sorted(names):
             field = self._schema[name]
             packing = values_packing(field.format.fixed_value_size())
@@ -430,13 +437,15 @@ class SegmentBuilder:
                     arrays.add_field(name, terms, written.ends, written.docs, written.weights)
             elif name in self._spelling_words:
                 words, tokens = self._spelling_words.pop(name).arrays(self._texts, _Texts.WORD)
-                writer.add_spelling_words(name, words, tokens, last_values.pop(name))
+                values = last_values.pop(name)
+                assert values is not None  # its text field was written first, with values
+                writer.add_spelling_words(name, words, tokens, values)
             elif name in self._spelling:
                 spelling = self._spelling.pop(name)
-                words = (
+                spelled_words = (
                     (word.encode("utf-8"), sorted(spelling[word])) for word in sorted(spelling)
                 )
-                writer.add_spelling_field(name, words)
+                writer.add_spelling_field(name, spelled_words)
             else:
                 length_bytes = self._length_bytes.get(name) if field.scorable else None
                 terms, items = self._items.pop(name).arrays()

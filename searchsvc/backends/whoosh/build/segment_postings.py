@@ -9,7 +9,7 @@ rather than zlib (`_COMPRESSION`); Whoosh reads both.
 Whoosh builds each block one posting at a time through several method calls; here a term's
 postings arrive as one list and each block is encoded with a few C-level calls. Where the C
 extension `_w3postings` was built, it encodes every field (positions, spelling, ID, keyword and
-numeric fields) and the term index's hash tables, and the build runs about twice as fast; else
+numeric fields) and the term index's hash tables, and the build runs much faster; else
 the Python code here does; tests/test_native_postings.py holds the two to the same bytes.
 tests/test_fast_writer.py compares what Whoosh reads from these files with what it reads from
 its own writer's.
@@ -32,20 +32,20 @@ from whoosh.filedb.filetables import OrderedHashWriter
 from whoosh.system import pack_uint
 
 try:
-    from searchsvc.backends.whoosh.build import _w3postings
+    from searchsvc.backends.whoosh.build import _w3postings  # type: ignore[attr-defined]
 except ImportError:  # installed without a C compiler: the Python encoder below does the work
     _w3postings = None
 
 BLOCK_LIMIT = 128  # W3Codec's default blocklimit
 # Pickle protocol of a block's (ids, weights, values) tuple. Whoosh's writer uses 2, where each
-# bytes value is pickled as a `_codecs.encode` call on its Latin-1 text; at 3 bytes are raw:
-# positions blocks come out 40% smaller compressed and unpickle twice as fast. Whoosh's reader
-# unpickles any protocol. Block infos stay at Whoosh's protocol 2.
+# bytes value is pickled as a `_codecs.encode` call on its Latin-1 text; at 3 bytes are raw, so
+# positions blocks come out smaller compressed and unpickle without a call per value. Whoosh's
+# reader unpickles any protocol. Block infos stay at Whoosh's protocol 2.
 BLOCK_PROTOCOL = 3
 # Posting blocks are compressed by ISA-L (python-isal) at this level, in zlib's format, which
 # Whoosh's reader decompresses with zlib (it records the level in each block's info and reads
-# any non-zero one as "compressed"). Against zlib at Whoosh's level 3 it takes half the time
-# for 7% larger blocks.
+# any non-zero one as "compressed"). Against zlib at Whoosh's level 3 it takes much less time
+# for slightly larger blocks.
 _COMPRESSION = 2
 _compress_block = isal_zlib.compress
 _TERM_INFO = struct.Struct("!BfIBBfII")  # W3TermInfo._struct
@@ -448,6 +448,8 @@ class SegmentPostingsWriter:
         max_weight = 0.0
         min_length = 255
         max_length = 0
+        mini_weights: float | tuple[float, ...] | None
+        mini_values: tuple[bytes, ...] | bytes | None
         for begin in range(0, count, BLOCK_LIMIT):
             end = begin + BLOCK_LIMIT
             ids, weights, values = zip(*postings[begin:end], strict=True)
@@ -516,11 +518,12 @@ _INDEX_TYPES = (("H", 2**16), ("i", 2**31), ("I", 2**32), ("q", 2**63))
 
 
 class _TermIndexWriter(OrderedHashWriter):
+    lastkey: bytes  # set by OrderedHashWriter
     """Whoosh's term index file, its records added in batches (`add_records`).
 
     OrderedHashWriter hashes and files each key as it is added and writes the hash tables at
-    close one slot at a time (~0.4 ms a record of a build); here the keys' hashes are computed
-    a batch at a time and the tables are written by the C extension when it is built.
+    close one slot at a time, in Python; here the keys' hashes are computed a batch at a time
+    and the tables are written by the C extension when it is built.
     """
 
     def __init__(self, dbfile, native: bool) -> None:

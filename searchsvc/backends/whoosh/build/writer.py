@@ -1,8 +1,8 @@
 """How records reach a Whoosh index: our segment builder for builds, Whoosh's writer for updates.
 
 A full build writes its segments with `segments.SegmentBuilder`, which produces the files
-Whoosh's own writer would for the same documents with a third of its CPU time (3,000 arXiv
-records: 12 against 33 CPU-s). Large inputs are split in contiguous shares, each built as its
+Whoosh's own writer would for the same documents with far less CPU time (each text analysed
+once, postings encoded in bulk). Large inputs are split in contiguous shares, each built as its
 own segment by a forked worker process (the workers read the records the parent already holds,
 nothing is pickled), and the parent commits the index's table of contents with every segment.
 Updates (`apply_changes`) are small and need deletions, so they keep Whoosh's stock writer.
@@ -20,6 +20,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
+from typing import cast
 
 from whoosh.codec import default_codec
 from whoosh.codec.whoosh3 import W3Segment
@@ -32,8 +33,8 @@ from searchsvc.records import Record
 
 # Below this many records one process finishes before worker processes would pay off.
 MULTIPROCESS_MIN_RECORDS = 5_000
-# A segment's postings are held in memory until it is written (about 35 KB per record, so
-# ~3.5 GB per writer at this size); larger shares are written as several segments.
+# A segment's postings are held in memory until it is written, so this bounds a writer's
+# memory; larger shares are written as several segments.
 MAX_SEGMENT_RECORDS = 100_000
 # Memory Whoosh's stock writer (updates) may use for postings before spilling to disk.
 WRITER_LIMIT_MB = 256
@@ -124,8 +125,8 @@ def _collector_paused() -> Iterator[None]:
 
     A builder holds millions of objects (the records, their analysed terms, the postings of
     keyword fields) and makes no reference cycles, yet the collector's full passes traverse
-    all of them ever more often as they accumulate: about 10% of a build's time at 20,000
-    records a segment. Reference counting still frees everything as usual.
+    all of them ever more often as they accumulate, for nothing: a cost that grows with the
+    segment. Reference counting still frees everything as usual.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -182,7 +183,7 @@ def _collect(jobs, total, on_added, on_commit):
     added = 0
     waiting = {receiver: number for number, (_, receiver) in enumerate(jobs)}
     while waiting:
-        for receiver in wait(list(waiting)):
+        for receiver in cast("list[Connection]", wait(list(waiting))):
             try:
                 kind, payload = receiver.recv()
             except EOFError:

@@ -4,7 +4,7 @@ Nearly every real query is a few plain words ("graph neural networks"), whose tr
 unfielded words. The general compiler makes one OR group per word with a term per ranked field,
 then Whoosh's `normalize` flattens the groups into one, drops duplicates (the first one stays)
 and the words no field kept (stop words), and unwraps a single term: `normalize` alone
-deep-copies every term, a good part of a millisecond for a long query. For words of ASCII letters
+deep-copies every term, a cost long queries pay on every search. For words of ASCII letters
 and digits, the result comes down to this: each word is analysed by each ranked field as
 `QueryParser.term_query` does (`process_text` in query mode, stop words removed) and becomes a
 Term with the field's boost and the word's characters.
@@ -74,7 +74,7 @@ class PlainWords:
     def _analyse(self, raw: str) -> tuple[tuple[str, str, float], ...] | None:
         """(field, term, boost) of each ranked field that keeps the word; None if a field
         splits it in parts (the general compiler then groups them)."""
-        kept = []
+        kept: list[tuple[str, str, float]] = []
         for name, field, boost in self._fields:
             # Exactly the call QueryParser.term_query makes for a word.
             analysed = list(field.process_text(raw, mode="query", tokenize=True, removestops=True))

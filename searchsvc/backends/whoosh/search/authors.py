@@ -50,5 +50,7 @@ def _newest_first(years: ValueColumn, documents: np.ndarray) -> tuple[FacetValue
     counts = years.counts(documents)
     return tuple(
         FacetValue(years.values[i], int(counts[i]))
-        for i in sorted(np.flatnonzero(counts), key=lambda i: int(years.values[i]), reverse=True)
+        for i in sorted(
+            np.flatnonzero(counts).tolist(), key=lambda i: int(years.values[i]), reverse=True
+        )
     )

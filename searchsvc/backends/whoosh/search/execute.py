@@ -35,7 +35,7 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
     scores = None
     term_query = None if parsed.match_all else extract_terms(parsed.query)
     bm25 = Bm25.of(searcher.weighting) if term_query is not None else None
-    if bm25 is not None:
+    if term_query is not None and bm25 is not None:
         arrays = view.shared("ranking", lambda s: SnapshotArrays(s.reader()))
         scored = score_all(arrays, searcher.reader(), term_query, bm25)
         matched, scores = scored.matched, scored.scores
