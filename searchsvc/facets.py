@@ -39,8 +39,9 @@ class Facet:
         """A filter value of this facet's type; InvalidRequest names the facet otherwise."""
         if self.value_type is int:
             if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, str) and value.strip().isdigit():
-                    value = int(value)
+                text = value.strip() if isinstance(value, str) else ""
+                if text.isascii() and text.isdigit():
+                    value = int(text)
                 else:
                     raise InvalidRequest(
                         f"{self.name} must be a whole number", parameter=self.name, value=str(value)

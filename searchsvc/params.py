@@ -160,11 +160,14 @@ def search_request_from(
         key = field.data_key or name
         values = _values(params, key)
         if blank_is_absent:
-            values = [v.strip() if isinstance(v, str) else v for v in values]
+            # The query text keeps its spaces: error positions point into it as typed.
+            values = [_stripped(v) if key != "q" else _blank_to_empty(v) for v in values]
             values = [v for v in values if v != ""]
         if values:
-            # Repeatable parameters keep every value; others take the first, as webargs does.
-            data[key] = values if isinstance(field, fields.List) else values[0]
+            # Repeatable parameters keep every value; others (comma lists included) take the
+            # first, as webargs does.
+            repeatable = isinstance(field, fields.List) and not isinstance(field, DelimitedList)
+            data[key] = values if repeatable else values[0]
     data.update(overrides or {})
     try:
         return _SCHEMA.load(data)
@@ -200,6 +203,14 @@ def query_params(request: SearchRequest, *, omit: tuple[str, ...] = ()) -> list[
     if request.fields != SEARCH_FIELDS:
         pairs.append(("fields", ",".join(request.fields)))
     return [pair for pair in pairs if pair[0] not in omit]
+
+
+def _stripped(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
+def _blank_to_empty(value: Any) -> Any:
+    return "" if isinstance(value, str) and not value.strip() else value
 
 
 def _values(params: QueryParams, key: str) -> list[Any]:

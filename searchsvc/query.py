@@ -85,6 +85,12 @@ class SearchRequest:
         """A request from the parameter names of the HTTP and Python APIs, where each facet's
         filter is a keyword of its own (`author=[...]`, `year=2021`)."""
         filters = {name: params.pop(name) for name in FACET_NAMES if name in params}
+        unknown = sorted(set(params) - _OPTIONS)
+        if unknown:
+            raise InvalidRequest(
+                f"unknown parameter {unknown[0]!r}: filters are {', '.join(FACET_NAMES)}",
+                parameter=unknown[0],
+            )
         return cls(q=q, filters=filters, **params)
 
     @property
@@ -116,6 +122,13 @@ class SearchRequest:
             }
         )
         return data
+
+
+# The keyword arguments a request takes besides `q` and the facets' filters.
+_OPTIONS = frozenset(
+    {"year_from", "year_to", "sort", "page", "per_page", "facets", "facet_size"}
+    | {"highlight", "fields"}
+)
 
 
 def _checked_filters(

@@ -37,6 +37,10 @@ STATS_TOP = 10
 _UNKNOWN_WORD = "qzxjqvkw"
 
 
+def _as_tuple(values: Iterable[str | int] | str | int) -> tuple[str | int, ...]:
+    return (values,) if isinstance(values, str | int) else tuple(values)
+
+
 class SearchService:
     """Search, records, suggestions, facets and stats of one index, through a SearchBackend."""
 
@@ -73,9 +77,9 @@ class SearchService:
         Filters are keywords named after the facets: `author=[...]`, `category="cs.DC"`,
         `year=2021` (OR within a facet, AND across facets).
         """
-        request = SearchRequest.from_params(
-            q,
-            **filters,
+        request = SearchRequest(
+            q=q,
+            filters={name: _as_tuple(values) for name, values in filters.items()},
             year_from=year_from,
             year_to=year_to,
             sort=sort,

@@ -16,7 +16,7 @@ import importlib
 import os
 import re
 from collections.abc import Callable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from searchsvc.backends.contract import (
     NoProgress,
@@ -42,30 +42,45 @@ __all__ = [
 
 # A backend factory takes the location (a URL) and opens the backend.
 BackendFactory = Callable[[str], SearchBackend]
+# A location check takes the URL and raises InvalidLocation if the engine could not use it.
+LocationCheck = Callable[[str], object]
 # scheme -> "module:factory", imported on first use.
 BACKENDS: dict[str, str | BackendFactory] = {
     "whoosh": "searchsvc.backends.whoosh.backend:WhooshBackend.from_location",
 }
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 
 
-def register_backend(scheme: str, factory: str | BackendFactory) -> None:
-    """Make `scheme://...` locations open with `factory` ("module:attribute" or a callable)."""
+def register_backend(
+    scheme: str, factory: str | BackendFactory, check: LocationCheck | None = None
+) -> None:
+    """Make `scheme://...` locations open with `factory` ("module:attribute" or a callable);
+    `check(url)` vets a location's syntax without reaching the engine (at start-up)."""
     BACKENDS[scheme.lower()] = factory
+    if check is not None:
+        _LOCATION_CHECKS[scheme.lower()] = check
 
 
 def location_url(location: str | os.PathLike[str]) -> str:
-    """The location as a URL: a plain path becomes `whoosh:///absolute/path`."""
+    """The location as a URL: a plain path becomes `whoosh:///absolute/path` (percent-encoded)."""
     text = os.fspath(location)
     if not text.strip():
         raise InvalidLocation("the index location is empty")
     if _SCHEME.match(text):
         return text
-    return "whoosh://" + os.path.abspath(text)
+    prefix = _SCHEME_PREFIX.match(text)
+    if prefix and prefix.group(1).lower() in BACKENDS:
+        raise InvalidLocation(
+            f"{text} is neither a path nor a URL: write {prefix.group(1)}:// and the rest "
+            "(whoosh:///ABSOLUTE/PATH for a directory)"
+        )
+    return "whoosh://" + quote(os.path.abspath(text))
 
 
 def checked_location(location: str | os.PathLike[str]) -> str:
-    """The location as a URL of a registered engine (not opened); InvalidLocation otherwise."""
+    """The location as a URL of a registered engine whose syntax it fits (not opened);
+    InvalidLocation otherwise."""
     url = location_url(location)
     scheme = url.split("://", 1)[0].lower()
     if scheme not in BACKENDS:
@@ -73,6 +88,9 @@ def checked_location(location: str | os.PathLike[str]) -> str:
         raise InvalidLocation(
             f"unknown index location scheme {scheme}:// in {url} (known: {known}, or a path)"
         )
+    check = _LOCATION_CHECKS.get(scheme)
+    if check is not None:
+        check(url)
     return url
 
 
@@ -97,6 +115,9 @@ def whoosh_path(url: str) -> str:
             f"a Whoosh location is a path or whoosh:///ABSOLUTE/PATH (three slashes), not {url}"
         )
     return unquote(parts.path)
+
+
+_LOCATION_CHECKS: dict[str, LocationCheck] = {"whoosh": whoosh_path}
 
 
 def _import(target: str) -> BackendFactory:

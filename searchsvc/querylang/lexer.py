@@ -35,8 +35,9 @@ class Token:
     text: str = ""  # a word as typed, a phrase's inside, a field's name (its canonical form)
     boost: float = 1.0  # phrases, ranges and closing parentheses carry their own `^boost`
     slop: int = 0  # phrases
-    # RANGE: the two bounds as typed, and whether each is inclusive
+    # RANGE: the two bounds as typed, where each starts, and whether each is inclusive
     bounds: tuple[str, str] = ("", "")
+    bound_starts: tuple[int, int] = (0, 0)
     inclusive: tuple[bool, bool] = (True, True)
 
 
@@ -122,6 +123,7 @@ def _range(text: str, start: int) -> Token | None:
         text=match.group(0),
         boost=boost,
         bounds=(match.group(2), match.group(3)),
+        bound_starts=(match.start(2), match.start(3)),
         inclusive=(match.group(1) == "[", match.group(4) == "]"),
     )
 

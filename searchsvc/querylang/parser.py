@@ -206,8 +206,9 @@ class _Parser:
         if field != YEAR_FIELD:
             raise query_error("ranges are for years only, such as year:[2020 TO 2023]", token.start)
         low_text, high_text = token.bounds
-        low = MIN_YEAR if low_text == "*" else _year(low_text, token.start + 1)
-        high = MAX_YEAR if high_text == "*" else _year(high_text, token.start + 1)
+        low_at, high_at = token.bound_starts
+        low = MIN_YEAR if low_text == "*" else _year(low_text, low_at)
+        high = MAX_YEAR if high_text == "*" else _year(high_text, high_at)
         low += 0 if token.inclusive[0] or low_text == "*" else 1
         high -= 0 if token.inclusive[1] or high_text == "*" else 1
         if low > high:
@@ -334,7 +335,11 @@ def _boosted(node: Node, boost: float) -> Node:
 
 
 def _check_expanding_words(root: Node) -> None:
-    expanding = [leaf for leaf in leaves(root) if isinstance(leaf, Wildcard | Fuzzy)]
+    # In the order typed: the tree moves NOT parts after the others.
+    expanding = sorted(
+        (leaf for leaf in leaves(root) if isinstance(leaf, Wildcard | Fuzzy)),
+        key=lambda leaf: leaf.start,
+    )
     if len(expanding) > MAX_EXPANDING_WORDS:
         raise query_error(
             f"at most {MAX_EXPANDING_WORDS} wildcard or fuzzy words per query",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from searchsvc.backends import whoosh_path
 from searchsvc.backends.contract import (
@@ -57,7 +58,7 @@ class WhooshBackend(SearchBackend):
         self, directory: IndexDirectory, refresh_interval: float = REFRESH_INTERVAL
     ) -> None:
         self.directory = directory
-        self.location = "whoosh://" + str(directory.root)
+        self.location = "whoosh://" + quote(str(directory.root))
         self._searchers = SearcherManager(directory, refresh_interval)
 
     @classmethod

@@ -1,7 +1,8 @@
 """Fixes to Whoosh 2.7.4 (unmaintained since 2016) applied once when the backend is imported.
 
-Each patch replaces one method with a behaviour-preserving faster version; the tests exercise
-them through every build and search.
+Each patch replaces one method: most with a behaviour-preserving faster version, one
+(`_and_not_find_first`) with a correct one. The tests exercise them through every build and
+search.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from array import array
 from whoosh import columns
 from whoosh.codec import whoosh3
 from whoosh.filedb import structfile
+from whoosh.matching import binary
 
 _MISSING = object()
 
@@ -107,7 +109,17 @@ def _read_offsets_and_lengths(self):
     self._lengths = lengths
 
 
+def _and_not_find_first(self):
+    # Stock Whoosh skips a wanted document only when the excluded matcher already stands on it;
+    # when the excluded matcher starts on an earlier document, `a AND NOT b` returned the first
+    # wanted document even if it also matched b. `_find_next` first moves the excluded matcher
+    # up to the wanted one, then skips every wanted document it matches.
+    if self.a.is_active() and self.b.is_active():
+        self._find_next()
+
+
 def apply() -> None:
+    binary.AndNotMatcher._find_first = _and_not_find_first
     whoosh3.W3PerDocReader._cached_reader = _cached_reader
     structfile.BufferFile.__init__ = _buffer_file_init
     columns.VarBytesColumn.Reader._read_offsets_and_lengths = _read_offsets_and_lengths

@@ -144,9 +144,9 @@ class ValueColumn:
         keep = counts > 0
         ordinals, counts = ordinals[keep], counts[keep]
         order = np.lexsort((ordinals, -counts))[:size]
-        chosen = set(selected)
+        chosen = self._ordinals(selected)
         return tuple(
-            FacetValue(self.values[i], int(n), self.values[i] in chosen)
+            FacetValue(self.values[i], int(n), i in chosen)
             for i, n in zip(ordinals[order].tolist(), counts[order].tolist(), strict=True)
         )
 
@@ -162,10 +162,12 @@ class ValueColumn:
             tied = present[present_counts == cut][: size - len(above)]
             present = np.concatenate((above, tied))
         order = present[np.lexsort((present, -counts[present]))][:size]
-        chosen = set(selected)
-        return tuple(
-            FacetValue(self.values[i], int(counts[i]), self.values[i] in chosen) for i in order
-        )
+        chosen = self._ordinals(selected)
+        return tuple(FacetValue(self.values[i], int(counts[i]), i in chosen) for i in order)
+
+    def _ordinals(self, values: Iterable[str]) -> set[int]:
+        """The ordinals of the values a filter selects (matched as `documents_with` matches)."""
+        return {o for o in (self.ordinal(v) for v in values) if o is not None}
 
     def values_matching(self, prefix: str) -> np.ndarray:
         """Ordinals of the values with a word starting with `prefix` (folded); all for ''."""
@@ -365,6 +367,8 @@ def _column_bytes(reader: IndexReader, name: str) -> list[bytes]:
     segment in one piece where the column is Whoosh's VarBytesColumn, else value by value."""
     values: list[bytes] = []
     for leaf, _ in reader.leaf_readers():
+        if not leaf.doc_count_all():
+            continue  # an empty index's reader has no columns at all
         column = leaf.column_reader(name, translate=False) if leaf.has_column(name) else None
         if column is None or type(column) is not VarBytesColumn.Reader:
             values.extend(leaf.column_reader(name, translate=False))

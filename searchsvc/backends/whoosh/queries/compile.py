@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from whoosh import query
 from whoosh.fields import Schema
-from whoosh.qparser import QueryParser
+from whoosh.qparser import OrGroup, QueryParser
 from whoosh.reading import IndexReader
 
 from searchsvc import querylang as ql
@@ -93,35 +93,45 @@ class _Compiler:
         self.parser = _term_parser()
         self.schema = self.parser.schema
 
-    def compile(self, node: ql.Node) -> query.Query:
+    def compile(self, node: ql.Node, boost: float = 1.0) -> query.Query:
+        """The query of `node`; `boost` is what the groups above it multiply its scores by.
+
+        A group's boost is carried down to its leaves (a group's score is the sum of its
+        leaves'), so no compiled group has a boost of its own: Whoosh's pruning of the top
+        documents misjudges how high a boosted group can score.
+        """
         if isinstance(node, ql.Or):
-            return query.Or([self.compile(child) for child in node.children], boost=node.boost)
+            boost *= node.boost
+            return query.Or([self.compile(child, boost) for child in node.children])
         if isinstance(node, ql.And):
-            return self._all_of(node)
+            return self._all_of(node, boost * node.boost)
         if isinstance(node, ql.Not):
+            # What is excluded adds nothing to a score.
             return query.Not(self.compile(node.child))
         if isinstance(node, ql.MatchAll):
             return query.Every()
         if isinstance(node, ql.YearRange):
-            return self._years(node)
+            return self._years(node, boost * node.boost)
+        boost *= node.boost
         if node.field is None:
             # One copy per ranked field, as Whoosh's MultifieldPlugin made (its OR group has
             # no character range of its own).
             copies = [
-                self._leaf(node, name, FIELD_BOOSTS.get(name, 1.0) * node.boost)
+                self._leaf(node, name, FIELD_BOOSTS.get(name, 1.0) * boost)
                 for name in self.search_fields
             ]
             return query.Or([q for q in copies if q is not None])
-        leaf = self._leaf(node, INDEX_FIELD_OF[node.field], node.boost)
+        leaf = self._leaf(node, INDEX_FIELD_OF[node.field], boost)
         return query.NullQuery if leaf is None else leaf
 
-    def _all_of(self, node: ql.And) -> query.Query:
-        wanted = [self.compile(c) for c in node.children if not isinstance(c, ql.Not)]
+    def _all_of(self, node: ql.And, boost: float) -> query.Query:
+        wanted = [self.compile(c, boost) for c in node.children if not isinstance(c, ql.Not)]
         excluded = [self.compile(c.child) for c in node.children if isinstance(c, ql.Not)]
         if not wanted or not excluded:
-            return query.And([*wanted, *map(query.Not, excluded)], boost=node.boost)
-        # AndNot scores a match by its wanted part alone, as Whoosh's parser's queries did.
-        positive = wanted[0] if len(wanted) == 1 else query.And(wanted, boost=node.boost)
+            return query.And([*wanted, *map(query.Not, excluded)])
+        # AndNot scores a match by its wanted part alone (the And with a Not that Whoosh's
+        # parser made added the same constant to every score).
+        positive = wanted[0] if len(wanted) == 1 else query.And(wanted)
         negative = excluded[0] if len(excluded) == 1 else query.Or(excluded)
         return query.AndNot(positive, negative)
 
@@ -149,12 +159,12 @@ class _Compiler:
         # Whoosh's slop counts positions apart (1: adjacent), the language extra words (0).
         return query.Phrase(field, words, slop=node.slop + 1, boost=boost, char_ranges=char_ranges)
 
-    def _years(self, node: ql.YearRange) -> query.Query:
+    def _years(self, node: ql.YearRange, boost: float) -> query.Query:
         field = self.schema["year"]
         if node.single_year:
-            q = field.parse_query("year", str(node.low), boost=node.boost)
+            q = field.parse_query("year", str(node.low), boost=boost)
         else:
-            q = field.parse_range("year", str(node.low), str(node.high), False, False, node.boost)
+            q = field.parse_range("year", str(node.low), str(node.high), False, False, boost)
         return _attach(q, node.start, node.end)
 
 
@@ -169,7 +179,9 @@ def _attach(q: query.Query | None, start: int, end: int) -> query.Query | None:
 @lru_cache(maxsize=1)
 def _term_parser() -> QueryParser:
     full = build_schema()
-    return QueryParser(None, Schema(**{name: full[name] for name in QUERY_FIELDS}))
+    # OR groups, as the MultifieldParser of old: a word the analyzer splits in parts
+    # (`GPU-based`) matches any of them (`term_query` groups the parts with the parser's group).
+    return QueryParser(None, Schema(**{name: full[name] for name in QUERY_FIELDS}), group=OrGroup)
 
 
 @lru_cache(maxsize=16)
