@@ -28,11 +28,6 @@ def content(body: bytes):
     return json.loads(body, object_pairs_hook=list)
 
 
-@pytest.fixture(scope="module")
-def app():
-    return create_app({"TESTING": True})
-
-
 def bodies(app: Flask, value) -> tuple[bytes, bytes]:
     """The response body for `value` from the service's provider, then from Flask's."""
     with app.app_context():
@@ -116,14 +111,9 @@ def test_sort_keys_is_still_honoured(app):
 
 
 @pytest.fixture(scope="module")
-def client(fixture_index):
-    return create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
-
-
-@pytest.fixture(scope="module")
 def flask_client(fixture_index):
     """The same service answering through Flask's own JSON provider."""
-    app = create_app({"INDEX_DIR": fixture_index, "TESTING": True})
+    app = create_app({"INDEX": fixture_index, "TESTING": True})
     app.json = flask_provider(app)
     return app.test_client()
 
@@ -161,7 +151,7 @@ def test_search_answer_writes_non_ascii_authors_as_utf8(client):
 
 
 def test_debug_mode_keeps_flasks_indented_output(fixture_index):
-    app = create_app({"INDEX_DIR": fixture_index, "TESTING": True, "DEBUG": True})
+    app = create_app({"INDEX": fixture_index, "TESTING": True, "DEBUG": True})
     body = app.test_client().get("/api/v1/records/0704.0001").get_data()
     assert body.startswith(b'{\n  "id"')
     assert "Balázs" in json.loads(body)["authors"][0]

@@ -13,11 +13,6 @@ OLD_STYLE_ID = "hep-th/9901001"
 
 
 @pytest.fixture(scope="module")
-def client(fixture_index):
-    return create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
-
-
-@pytest.fixture(scope="module")
 def slash_client(tmp_path_factory):
     """An index holding a record whose id has a slash, as old arXiv ids do."""
     old = replace(FIXTURE_RECORDS[3], id=OLD_STYLE_ID, title="Old Style Identifier Paper")
@@ -78,6 +73,24 @@ def test_facet_values_with_prefix_and_limit(client):
     assert len(years) == 2
     categories = get_json(client, "/api/v1/facets/category")["values"]
     assert {"value": "cs.DC", "count": 2, "selected": False} in categories
+
+
+@pytest.mark.parametrize("facet", ["author", "year", "category"])
+def test_every_facet_has_a_values_endpoint(client, facet):
+    from searchsvc.facets import facet_named
+
+    body = get_json(client, f"/api/v1/facets/{facet}")
+    assert body["facet"] == facet and body["prefix"] == ""
+    expected = {
+        value for record in FIXTURE_RECORDS for value in facet_named(facet).values_of(record)
+    }
+    assert {v["value"] for v in body["values"]} == expected
+
+
+@pytest.mark.parametrize("name", ["colour", "authors", "Author"])
+def test_a_facet_name_is_exact(client, name):
+    error = get_json(client, f"/api/v1/facets/{name}", status=404)["error"]
+    assert error["details"]["facet"] == name
 
 
 def test_unknown_facet_is_404(client):

@@ -7,16 +7,6 @@ import pytest
 from searchsvc.app import create_app
 
 
-@pytest.fixture(scope="module")
-def app(fixture_index):
-    return create_app({"INDEX_DIR": fixture_index, "TESTING": True})
-
-
-@pytest.fixture(scope="module")
-def client(app):
-    return app.test_client()
-
-
 def assert_error(response, status: int, code: str) -> dict:
     assert response.status_code == status
     assert response.mimetype == "application/json"
@@ -37,6 +27,46 @@ def test_bad_parameter_is_400(client):
 
 def test_bad_query_is_400(client):
     assert_error(client.get("/api/v1/search?q=" + "(" * 40), 400, "invalid_query")
+
+
+@pytest.mark.parametrize(
+    ("q", "position"),
+    [
+        ("title:", 0),  # a dangling field prefix
+        ("%22learned%20caches", 0),  # an unclosed quote
+        ("((learning", 1),  # an unclosed parenthesis
+        ("year:2023..2020", 5),  # a reversed range
+        ("learning%20AND", 9),  # a lone operator
+        ("NOT", 0),
+    ],
+)
+def test_a_malformed_query_is_400_with_the_position_in_its_details(client, q, position):
+    error = assert_error(client.get(f"/api/v1/search?q={q}"), 400, "invalid_query")
+    assert error["details"] == {"position": position}
+    assert error["message"].endswith(f"(at character {position + 1})")
+
+
+def test_unknown_facet_is_404_naming_the_facets(client):
+    error = assert_error(client.get("/api/v1/facets/colour"), 404, "unknown_facet")
+    assert error["details"] == {"facet": "colour", "facets": ["author", "year", "category"]}
+
+
+def test_each_domain_error_has_one_status():
+    from searchsvc.api.errors import STATUS_OF_ERROR, status_of
+    from searchsvc.errors import (
+        IndexUnavailable,
+        InvalidLocation,
+        InvalidRequest,
+        QueryError,
+        RecordNotFound,
+        UnknownFacet,
+    )
+
+    assert status_of(InvalidRequest("x")) == status_of(QueryError("x")) == 400
+    assert status_of(RecordNotFound("x")) == status_of(UnknownFacet("x")) == 404
+    assert status_of(IndexUnavailable("x")) == 503
+    assert status_of(InvalidLocation("x")) == 500  # a misconfigured service, not the client
+    assert all(400 <= status < 600 for status in STATUS_OF_ERROR.values())
 
 
 @pytest.mark.parametrize(
@@ -71,7 +101,7 @@ def test_over_long_query_string_is_413(client, app):
 
 
 def test_missing_index_is_503_and_not_ready(tmp_path):
-    client = create_app({"INDEX_DIR": tmp_path / "none", "TESTING": True}).test_client()
+    client = create_app({"INDEX": tmp_path / "none", "TESTING": True}).test_client()
     for url in ("/api/v1/search", "/api/v1/records/x", "/api/v1/stats", "/readyz"):
         response = client.get(url)
         assert_error(response, 503, "index_unavailable")
@@ -81,7 +111,7 @@ def test_missing_index_is_503_and_not_ready(tmp_path):
 
 
 def test_unexpected_exception_is_a_json_500(fixture_index):
-    app = create_app({"INDEX_DIR": fixture_index, "TESTING": True})
+    app = create_app({"INDEX": fixture_index, "TESTING": True})
 
     @app.route("/api/v1/boom")
     def boom():

@@ -7,15 +7,8 @@ import json
 import time
 from dataclasses import replace
 
-import pytest
-
 from searchsvc.app import create_app
 from tests.support import FIXTURE_RECORDS, build_index
-
-
-@pytest.fixture(scope="module")
-def client(fixture_index):
-    return create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
 
 
 def test_get_responses_carry_an_etag_and_revalidate(client):
@@ -32,14 +25,14 @@ def test_get_responses_carry_an_etag_and_revalidate(client):
 
 
 def test_cache_max_age_is_configurable(fixture_index):
-    app = create_app({"INDEX_DIR": fixture_index, "TESTING": True, "CACHE_MAX_AGE": 60})
+    app = create_app({"INDEX": fixture_index, "TESTING": True, "CACHE_MAX_AGE": 60})
     response = app.test_client().get("/api/v1/stats")
     assert response.headers["Cache-Control"] == "public, max-age=60"
 
 
 def test_etag_changes_when_the_index_is_rebuilt(tmp_path):
     build_index(tmp_path, FIXTURE_RECORDS[:2])
-    client = create_app({"INDEX_DIR": tmp_path, "TESTING": True}).test_client()
+    client = create_app({"INDEX": tmp_path, "TESTING": True}).test_client()
     before = client.get("/api/v1/search")
     assert before.get_json()["total"] == 2
     extra = replace(FIXTURE_RECORDS[2], id="2402.00009", title="Rebuilt Index Paper")
@@ -73,7 +66,7 @@ def test_no_cors_by_default(client):
 
 def test_cors_for_configured_origins(fixture_index, monkeypatch):
     monkeypatch.setenv("SEARCHSVC_CORS_ORIGINS", "https://a.example, https://b.example")
-    client = create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
+    client = create_app({"INDEX": fixture_index, "TESTING": True}).test_client()
     allowed = client.get("/api/v1/stats", headers={"Origin": "https://b.example"})
     assert allowed.headers["Access-Control-Allow-Origin"] == "https://b.example"
     assert "Origin" in allowed.headers["Vary"]
@@ -89,7 +82,7 @@ def test_cors_for_configured_origins(fixture_index, monkeypatch):
 
 
 def test_cors_wildcard(fixture_index):
-    app = create_app({"INDEX_DIR": fixture_index, "TESTING": True, "CORS_ORIGINS": "*"})
+    app = create_app({"INDEX": fixture_index, "TESTING": True, "CORS_ORIGINS": "*"})
     response = app.test_client().get("/api/v1/stats", headers={"Origin": "https://x.example"})
     assert response.headers["Access-Control-Allow-Origin"] == "*"
 

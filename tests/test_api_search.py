@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from searchsvc.app import create_app
 from searchsvc.facets import FACET_NAMES
 from searchsvc.query import MAX_PER_PAGE, MAX_QUERY_LENGTH, SEARCH_FIELDS
 from tests.support import FIXTURE_RECORDS, HOSTILE_TITLE
-
-
-@pytest.fixture(scope="module")
-def client(fixture_index):
-    return create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
 
 
 def search(client, query_string=None, status=200):
@@ -169,3 +163,62 @@ def test_unusable_query_is_400_invalid_query_with_its_position(client):
     assert error["code"] == "invalid_query"
     assert error["message"]
     assert isinstance(error["details"]["position"], int)
+
+
+MALFORMED_QUERIES = [
+    # (q, a fragment of the message, the 0-based position of the cause)
+    ("title:", "title: needs a word", 0),
+    ("learning author:", "author: needs a word", 9),
+    ("title: x", "title: needs a word", 0),
+    ('"learned caches', "this quote is never closed", 0),
+    ('learning "caches', "this quote is never closed", 9),
+    ("((learning", "this ( is never closed", 1),
+    ("learning))", "this ) has no ( before it", 8),
+    ("()", "empty parentheses", 0),
+    ("year:2023..2020", "ends before it starts", 5),
+    ("learning year:abc", "year:abc is not a year", len("learning year:")),
+    ("year:{2020 TO 2021}", "holds no year", 5),
+    ("title:[a TO z]", "ranges are for years only", 6),
+    ("AND", "AND needs a word or a group before it", 0),
+    ("NOT", "NOT needs a word or a group after it", 0),
+    ("learning AND", "AND needs a word or a group after it", 9),
+    ("OR learning", "OR needs a word or a group before it", 0),
+    ("learning^x", "^ must be followed by a boost", 8),
+    ("learning~9", "a fuzzy word allows 1 to 2 edits", 8),
+    ("  title:", "title: needs a word", 2),  # counted in the text as sent
+]
+
+
+@pytest.mark.parametrize(
+    ("q", "fragment", "position"),
+    MALFORMED_QUERIES,
+    ids=[repr(q) for q, _, _ in MALFORMED_QUERIES],
+)
+def test_a_malformed_query_is_400_invalid_query_at_the_position_of_its_cause(
+    client, q, fragment, position
+):
+    response = client.get("/api/v1/search", query_string={"q": q})
+    assert response.status_code == 400
+    assert response.headers["Cache-Control"] == "no-store"
+    error = response.get_json()["error"]
+    assert error["status"] == 400 and error["code"] == "invalid_query"
+    assert error["details"] == {"position": position}
+    assert fragment in error["message"]
+    assert error["message"].endswith(f"(at character {position + 1})")
+
+
+def test_a_query_over_a_limit_is_400_invalid_query_at_the_first_word_over_it(client):
+    q = " ".join(["w"] * 101)
+    error = search(client, {"q": q}, status=400)["error"]
+    assert error["code"] == "invalid_query" and error["details"] == {"position": 200}
+
+
+def test_the_echoed_query_is_the_translators_request(client):
+    from werkzeug.datastructures import MultiDict
+
+    from searchsvc.params import search_request_from
+
+    pairs = [("q", "learning"), ("category", "cs.DC"), ("year", "2023"), ("sort", "oldest")]
+    body = search(client, pairs)
+    assert body["query"] == search_request_from(MultiDict(pairs)).to_dict()
+    assert body["query"]["category"] == ["cs.DC"] and body["query"]["year"] == [2023]

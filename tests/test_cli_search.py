@@ -91,3 +91,89 @@ def test_a_quoted_phrase_finds_only_adjacent_words(run):
     # The shell's own quotes go around the phrase: searchsvc search '"learned caches"'.
     assert "1 records" in run('"learned caches"').output
     assert "0 records" in run('"caches learned"').output
+
+
+@pytest.mark.parametrize(
+    ("query", "message", "position"),
+    [
+        ("title:", "title: needs a word", 0),
+        ("title: x", "title: needs a word", 0),
+        ("learning author:", "author: needs a word", 9),
+        ('"unclosed', "this quote is never closed", 0),
+        ("((learning", "this ( is never closed", 1),
+        (")(", "this ) has no ( before it", 0),
+        ("()", "empty parentheses", 0),
+        ("AND", "AND needs a word or a group before it", 0),
+        ("OR learning", "OR needs a word or a group before it", 0),
+        ("NOT", "NOT needs a word or a group after it", 0),
+        ("NOT NOT NOT", "NOT needs a word or a group after it", 8),
+        ("year:2023..2020", "ends before it starts", 5),
+        ("year:{2020 TO 2021}", "holds no year", 5),
+        ("learning year:abc", "year:abc is not a year", len("learning year:")),
+        ("year:99999", "years are from 1000 to 2999", 5),
+        ("learning^x", "^ must be followed by a boost", 8),
+        ("learning~9", "a fuzzy word allows 1 to 2 edits", 8),
+        ("a~b", "~ ends a fuzzy word", 1),
+    ],
+)
+def test_a_malformed_query_error_counts_the_position_from_one(run, query, message, position):
+    result = run(query)
+    assert result.exit_code == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ") and message in line
+    assert line.endswith(f"(at character {position + 1})")
+
+
+def test_a_malformed_query_is_refused_before_the_index_is_opened(tmp_path):
+    result = CliRunner().invoke(main, ["search", "title:", "--index", str(tmp_path / "none")])
+    assert result.exit_code == 1 and "title: needs a word" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "parameter"),
+    [
+        (["--year", "abc"], "year"),
+        (["--year", "99"], "year"),
+        (["--from", "2023", "--to", "2021"], "year_from"),
+        (["--page", "0"], "page"),
+        (["--per-page", "two"], "per_page"),
+        (["--author", ""], "author"),
+    ],
+)
+def test_a_bad_option_is_a_one_line_error_naming_its_parameter(run, args, parameter):
+    result = run("learning", *args)
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: invalid parameter {parameter}: ")
+
+
+def test_the_index_option_takes_a_location(fixture_index, tmp_path):
+    url = f"whoosh://{fixture_index}"
+    result = CliRunner().invoke(main, ["search", "congestion", "--json", "--index", url])
+    assert result.exit_code == 0, result.output
+    assert [hit["id"] for hit in json.loads(result.output)["hits"]] == ["2101.00003"]
+    result = CliRunner().invoke(
+        main, ["search", "congestion", "--json"], env={"SEARCHSVC_INDEX": fixture_index}
+    )
+    assert result.exit_code == 0 and json.loads(result.output)["total"] == 1
+
+
+@pytest.mark.parametrize(
+    ("location", "message"),
+    [
+        ("foo://x", "unknown index location scheme foo://"),
+        ("whoosh://host/x", "three slashes"),
+    ],
+)
+def test_a_bad_index_location_is_a_one_line_error(location, message):
+    result = CliRunner().invoke(main, ["search", "x", "--index", location])
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ") and message in line
+
+
+def test_repeated_facet_options_are_or_within_a_facet(run):
+    result = run("", "--category", "cs.NI", "--category", "hep-ph", "--json")
+    data = json.loads(result.output)
+    assert {hit["id"] for hit in data["hits"]} == {"2101.00003", "0704.0001"}
+    assert data["query"]["category"] == ["cs.NI", "hep-ph"]

@@ -79,7 +79,7 @@ def test_index_unavailable_is_reported(tmp_path):
     from searchsvc.app import create_app
 
     # The test client speaks WSGI, not HTTP: plug it in through a requests transport adapter.
-    app = create_app({"INDEX_DIR": tmp_path / "none", "TESTING": True})
+    app = create_app({"INDEX": tmp_path / "none", "TESTING": True})
     client = SearchClient("http://testserver", session=_wsgi_session(app))
     with pytest.raises(IndexUnavailable):
         client.search()

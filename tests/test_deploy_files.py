@@ -25,7 +25,7 @@ SERVE = [
     "*",
     "wsgi:app",
 ]
-INDEX = ["searchsvc", "index", "*", "--index-dir", "*"]
+INDEX = ["searchsvc", "index", "*", "--index", "*"]
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +71,10 @@ def test_compose_has_an_indexer_and_a_web_service_sharing_the_index(compose):
     assert matches(indexer["command"], INDEX)
     assert matches(web["command"], SERVE)
     assert web["depends_on"]["indexer"]["condition"] == "service_completed_successfully"
-    index_volume = indexer["command"][indexer["command"].index("--index-dir") + 1]
+    index_volume = indexer["command"][indexer["command"].index("--index") + 1]
     assert f"index:{index_volume}" in indexer["volumes"]
     assert f"index:{index_volume}:ro" in web["volumes"]
-    assert web["environment"]["SEARCHSVC_INDEX_DIR"] == index_volume
+    assert web["environment"]["SEARCHSVC_INDEX"] == index_volume
     assert "index" in compose["volumes"]
 
 
@@ -124,7 +124,7 @@ def test_indexer_runs_the_makefile_index_command(compose):
     in_makefile = [c for c in makefile_commands() if c[:2] == ["searchsvc", "index"]]
     assert in_makefile and all(matches(c, INDEX) for c in in_makefile)
     assert compose["services"]["indexer"]["command"][:2] == in_makefile[0][:2]
-    assert "searchsvc index seeds/ --index-dir /data/index" in DOCKERFILE.read_text()
+    assert "searchsvc index seeds/ --index /data/index" in DOCKERFILE.read_text()
 
 
 def test_readme_gunicorn_commands_are_the_dockerfile_ones():

@@ -1,24 +1,22 @@
-"""build_index / update_index against real Whoosh indexes in temp dirs."""
+"""build_index / update_index: what the indexer does on any engine, read back through the service.
+
+Results are checked through `SearchService.open(location)` (records, get, stats, version) only,
+so these hold for every engine a location can name. What the Whoosh backend does on disk (its
+generations, saved metadata, writer processes, a build killed mid-way) is in
+tests/whoosh/test_build.py.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
+import threading
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from searchsvc.backends.whoosh.documents import from_stored, to_document
-from searchsvc.backends.whoosh.search.stats import index_stats
-from searchsvc.backends.whoosh.store import BUILD_PREFIX, CURRENT, IndexDirectory
+from searchsvc.backends import location_url, open_backend
 from searchsvc.errors import BuildInProgress, IndexUnavailable, SourceError
 from searchsvc.indexer import (
     build_index,
@@ -27,9 +25,8 @@ from searchsvc.indexer import (
     update_index_from_records,
 )
 from searchsvc.records import Record
+from searchsvc.service import SearchService
 from tests.support import FIXTURE_RECORDS
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def generated_records(count: int, start: int = 0) -> list[Record]:
@@ -57,183 +54,260 @@ def write_jsonl(path: Path, lines: list[str | dict]) -> Path:
     return path
 
 
-def stored_records(directory: IndexDirectory) -> list[Record]:
-    with directory.open().searcher() as searcher:
-        return [from_stored(fields) for fields in searcher.all_stored_fields()]
+def indexed(location) -> dict[str, Record]:
+    """Every record the index at `location` holds, by id (each id once: asserted)."""
+    with SearchService.open(location) as service:
+        records = list(service.records())
+    by_id = {record.id: record for record in records}
+    assert len(by_id) == len(records), "an id is indexed twice"
+    return by_id
 
 
-def test_build_from_records_indexes_every_record_and_stores_it_exactly(tmp_path):
-    summary = build_index_from_records(FIXTURE_RECORDS, tmp_path / "index")
+def version_of(location) -> str:
+    with SearchService.open(location) as service:
+        return service.version()
 
-    assert (summary.read, summary.indexed, summary.merged) == (5, 5, 0)
+
+@pytest.fixture
+def location(tmp_path) -> str:
+    """A fresh location without an index yet."""
+    return str(tmp_path / "index")
+
+
+# -- building --------------------------------------------------------------------------------
+def test_build_from_records_indexes_every_record_and_stores_it_exactly(location):
+    summary = build_index_from_records(FIXTURE_RECORDS, location)
+
+    assert (summary.read, summary.indexed, summary.merged, summary.skipped_count) == (5, 5, 0, 0)
     assert summary.records_per_second > 0
-    assert summary.writer == "single writer"
-    assert stored_records(IndexDirectory(tmp_path / "index")) == list(FIXTURE_RECORDS)
-    for record in FIXTURE_RECORDS:
-        assert from_stored(to_document(record)) == record
+    assert summary.index_dir == location_url(location)
+    assert indexed(location) == {record.id: record for record in FIXTURE_RECORDS}
+    with SearchService.open(location) as service:
+        for record in FIXTURE_RECORDS:
+            assert service.get(record.id) == record
+        assert service.stats().documents == len(FIXTURE_RECORDS)
 
 
-def test_build_merges_sightings_of_the_same_paper(tmp_path):
+def test_build_merges_sightings_of_the_same_paper(location):
     first = FIXTURE_RECORDS[0]
     again = replace(first, id=first.id + "v2", authors=("Grace Hopper",), categories=("cs.OS",))
 
-    summary = build_index_from_records([first, again, FIXTURE_RECORDS[1]], tmp_path / "index")
+    summary = build_index_from_records([first, again, FIXTURE_RECORDS[1]], location)
 
     assert (summary.read, summary.indexed, summary.merged) == (3, 2, 1)
-    merged = stored_records(IndexDirectory(tmp_path / "index"))[0]
-    assert merged.authors == (*first.authors, "Grace Hopper")
-    assert merged.categories == (*first.categories, "cs.OS")
+    records = indexed(location)
+    assert set(records) == {first.id, FIXTURE_RECORDS[1].id}
+    assert records[first.id].authors == (*first.authors, "Grace Hopper")
+    assert records[first.id].categories == (*first.categories, "cs.OS")
 
 
-def test_build_from_jsonl_file_counts_skips_and_saves_metadata(tmp_path):
+def test_build_from_a_jsonl_file_counts_read_indexed_and_skipped_lines(tmp_path, location):
     source = write_jsonl(
         tmp_path / "records.jsonl",
         [FIXTURE_RECORDS[0].to_dict(), '{"id": "x"', FIXTURE_RECORDS[1].to_dict()],
     )
 
-    summary = build_index([source], tmp_path / "index", format="jsonl")
+    summary = build_index([source], location, format="jsonl")
 
     assert (summary.read, summary.indexed, summary.skipped_count) == (2, 2, 1)
     assert summary.skipped[0].path.endswith("records.jsonl")
     assert summary.skipped[0].line == 2
-    metadata = IndexDirectory(tmp_path / "index").metadata()
-    assert metadata["sources"] == [str(source)]
-    assert metadata["counts"]["indexed"] == 2
-    assert metadata["counts"]["skipped"] == 1
-    assert metadata["built_at"]
+    assert set(indexed(location)) == {FIXTURE_RECORDS[0].id, FIXTURE_RECORDS[1].id}
+    with SearchService.open(location) as service:
+        stats = service.stats()
+    assert stats.documents == 2
+    assert stats.built_at is not None
 
 
-def test_each_build_swaps_in_a_new_generation_and_prunes_all_but_one_previous(tmp_path):
-    directory = IndexDirectory(tmp_path / "index")
-    live_names = []
-    for count in (1, 2, 3):
-        build_index_from_records(FIXTURE_RECORDS[:count], directory.root)
-        live_names.append(directory.live_name())
+def test_a_rebuild_replaces_every_record_and_changes_the_version(location):
+    build_index_from_records(FIXTURE_RECORDS, location)
+    before = version_of(location)
 
-    assert len(set(live_names)) == 3
-    generations = sorted(p.name for p in directory.root.glob("gen-*"))
-    assert generations == sorted(live_names[1:])  # the live one and one previous
-    assert directory.open().doc_count() == 3
+    build_index_from_records(generated_records(3), location)
+
+    assert set(indexed(location)) == {record.id for record in generated_records(3)}
+    assert version_of(location) != before
 
 
-def test_empty_result_is_an_error_and_the_live_index_stays(tmp_path):
-    directory = IndexDirectory(tmp_path / "index")
-    build_index_from_records(FIXTURE_RECORDS, directory.root)
-    live = directory.live_name()
+def test_empty_input_is_an_error_and_the_live_index_stays(tmp_path, location):
+    build_index_from_records(FIXTURE_RECORDS, location)
+    before = version_of(location)
     only_bad = write_jsonl(tmp_path / "bad.jsonl", ['{"id": 1}', "[]"])
 
     with pytest.raises(SourceError, match="no records to index"):
-        build_index([only_bad], directory.root, format="jsonl")
+        build_index([only_bad], location, format="jsonl")
     with pytest.raises(SourceError, match="no records to index"):
-        build_index_from_records([], directory.root)
+        build_index_from_records([], location)
+    with pytest.raises(SourceError, match="no records to index"):
+        update_index_from_records([], location)
 
-    assert directory.live_name() == live
-    assert directory.open().doc_count() == len(FIXTURE_RECORDS)
+    assert version_of(location) == before
+    assert indexed(location) == {record.id: record for record in FIXTURE_RECORDS}
 
 
-def test_empty_result_never_creates_an_index(tmp_path):
+def test_empty_input_never_creates_an_index(location):
     with pytest.raises(SourceError):
-        build_index_from_records([], tmp_path / "index")
-    assert not IndexDirectory(tmp_path / "index").exists()
+        build_index_from_records([], location)
+    with pytest.raises(SourceError):
+        update_index_from_records([], location)
+
+    with SearchService.open(location) as service, pytest.raises(IndexUnavailable):
+        service.stats()
 
 
-def test_a_source_that_fails_half_way_leaves_the_previous_index_live(tmp_path):
-    directory = IndexDirectory(tmp_path / "index")
-    build_index_from_records(FIXTURE_RECORDS[:2], directory.root)
-    live = directory.live_name()
+def test_a_source_that_fails_half_way_leaves_the_previous_index_live(location):
+    build_index_from_records(FIXTURE_RECORDS[:2], location)
+    before = version_of(location)
 
     def failing_source():
         yield from generated_records(3)
         raise SourceError("disk went away")
 
     with pytest.raises(SourceError, match="disk went away"):
-        build_index_from_records(failing_source(), directory.root)
+        build_index_from_records(failing_source(), location)
+    with pytest.raises(SourceError, match="disk went away"):
+        update_index_from_records(failing_source(), location)
 
-    assert directory.live_name() == live
-    assert directory.open().doc_count() == 2
-    assert not list(directory.root.glob(f"{BUILD_PREFIX}*"))
+    assert version_of(location) == before
+    assert set(indexed(location)) == {record.id for record in FIXTURE_RECORDS[:2]}
 
 
-def test_a_missing_source_is_a_source_error(tmp_path):
+def test_a_missing_source_is_a_source_error(tmp_path, location):
     with pytest.raises(SourceError, match="does not exist"):
-        build_index([tmp_path / "nope.jsonl"], tmp_path / "index")
+        build_index([tmp_path / "nope.jsonl"], location)
+    with pytest.raises(SourceError, match="does not exist"):
+        update_index([tmp_path / "nope.jsonl"], location)
 
 
-def test_update_replaces_changed_records_adds_new_ones_and_keeps_ids_unique(tmp_path):
-    directory = IndexDirectory(tmp_path / "index")
-    build_index_from_records(FIXTURE_RECORDS[:3], directory.root)
+def test_no_source_at_all_is_a_source_error(location):
+    with pytest.raises(SourceError, match="no source"):
+        build_index([], location)
+
+
+# -- updating --------------------------------------------------------------------------------
+def test_update_replaces_changed_records_adds_new_ones_and_keeps_ids_unique(location):
+    build_index_from_records(FIXTURE_RECORDS[:3], location)
+    before = version_of(location)
     changed = replace(
         FIXTURE_RECORDS[1], title="Learned Caches, Revised", authors=("Grace Hopper",)
     )
     added = FIXTURE_RECORDS[3]
 
-    summary = update_index_from_records([changed, added], directory.root)
+    summary = update_index_from_records([changed, added], location)
 
-    assert (summary.indexed, summary.replaced) == (2, 1)
-    records = {r.id: r for r in stored_records(directory)}
-    assert len(stored_records(directory)) == 4 == len(records)
+    assert (summary.read, summary.indexed, summary.replaced) == (2, 2, 1)
+    records = indexed(location)
+    assert records == {
+        FIXTURE_RECORDS[0].id: FIXTURE_RECORDS[0],
+        changed.id: changed,
+        FIXTURE_RECORDS[2].id: FIXTURE_RECORDS[2],
+        added.id: added,
+    }
+    assert version_of(location) != before
+    with SearchService.open(location) as service:
+        assert service.stats().documents == 4
+        assert [hit.record.id for hit in service.search('title:"caches revised"').hits] == [
+            changed.id
+        ]
+
+
+def test_update_from_a_jsonl_file_adds_and_replaces_by_id(tmp_path, location):
+    build_index_from_records(FIXTURE_RECORDS[:2], location)
+    changed = replace(FIXTURE_RECORDS[0], year=2024)
+    source = write_jsonl(tmp_path / "more.jsonl", [changed.to_dict(), FIXTURE_RECORDS[2].to_dict()])
+
+    summary = update_index([source], location, format="jsonl")
+
+    assert (summary.read, summary.indexed, summary.replaced) == (2, 2, 1)
+    records = indexed(location)
+    assert set(records) == {record.id for record in FIXTURE_RECORDS[:3]}
     assert records[changed.id] == changed
-    assert records[added.id] == added
-    with directory.open().searcher() as searcher:
-        assert len(list(searcher.document_numbers(id=changed.id))) == 1
-    assert directory.metadata()["last_update"]["counts"]["replaced"] == 1
 
 
-def test_stats_are_exact_after_an_update_deleted_documents(tmp_path):
-    directory = IndexDirectory(tmp_path / "index")
+def test_update_of_a_location_without_an_index_creates_it(tmp_path, location):
+    # Intended: the contract's write creates the index when there is none (an update used to
+    # need an existing index).
+    summary = update_index_from_records(FIXTURE_RECORDS, location)
+
+    assert (summary.indexed, summary.replaced) == (len(FIXTURE_RECORDS), 0)
+    assert indexed(location) == {record.id: record for record in FIXTURE_RECORDS}
+
+    other = str(tmp_path / "other")
+    source = write_jsonl(tmp_path / "r.jsonl", [FIXTURE_RECORDS[0].to_dict()])
+    update_index([source], other)
+    assert indexed(other) == {FIXTURE_RECORDS[0].id: FIXTURE_RECORDS[0]}
+
+
+def test_stats_count_each_record_once_after_an_update_replaced_some(location):
     records = generated_records(40)
-    build_index_from_records(records, directory.root)
-    # Rewrite every record of "Author 3": its old postings stay in the segment until a merge.
+    build_index_from_records(records, location)
     changed = [replace(r, authors=("Grace Hopper",), year=1999) for r in records if r.id[-1] == "3"]
-    update_index_from_records(changed, directory.root)
-    with directory.open().reader() as reader:
-        assert reader.has_deletions()  # the case this test is about
 
-    stats = index_stats(directory, top=100)
+    update_index_from_records(changed, location)
 
+    with SearchService.open(location) as service:
+        stats = service.stats(top=100)
     live = {r.id: r for r in records} | {r.id: r for r in changed}
     expected_authors = Counter(a for r in live.values() for a in r.authors)
-    expected_years = Counter(str(r.year) for r in live.values())
     assert stats.documents == 40
     assert {v.value: v.count for v in stats.facets["author"]} == expected_authors
-    assert {v.value: v.count for v in stats.facets["year"]} == expected_years
+    assert {v.value: v.count for v in stats.facets["year"]} == Counter(
+        str(r.year) for r in live.values()
+    )
     assert stats.cardinalities["author"] == len(expected_authors)
 
 
-def test_update_needs_an_existing_index(tmp_path):
-    with pytest.raises(IndexUnavailable, match="no index"):
-        update_index_from_records(FIXTURE_RECORDS, tmp_path / "index")
-    source = write_jsonl(tmp_path / "r.jsonl", [FIXTURE_RECORDS[0].to_dict()])
-    with pytest.raises(IndexUnavailable):
-        update_index([source], tmp_path / "index")
+# -- one writer at a time --------------------------------------------------------------------
+class _HeldWrite:
+    """Progress that holds the write reporting it (at its first report) until released."""
+
+    def __init__(self) -> None:
+        self.reached = threading.Event()
+        self.released = threading.Event()
+
+    def advance(self, count: int) -> None:
+        self._hold()
+
+    def stage(self, name: str) -> None:
+        self._hold()
+
+    def _hold(self) -> None:
+        self.reached.set()
+        self.released.wait(60)
 
 
-def test_a_second_concurrent_build_gets_build_in_progress(tmp_path):
-    directory = IndexDirectory(tmp_path / "index")
-    build_index_from_records(FIXTURE_RECORDS[:1], directory.root)
+def test_a_second_concurrent_build_or_update_gets_build_in_progress(tmp_path, location):
+    build_index_from_records(FIXTURE_RECORDS[:1], location)
+    held = _HeldWrite()
+    outcome: list[object] = []
 
-    with directory.lock(), pytest.raises(BuildInProgress, match="another build"):
-        build_index_from_records(FIXTURE_RECORDS, directory.root)
-    with directory.lock(), pytest.raises(BuildInProgress):
-        update_index_from_records(FIXTURE_RECORDS, directory.root)
+    def rebuild() -> None:
+        with open_backend(location) as backend:
+            try:
+                outcome.append(backend.rebuild(FIXTURE_RECORDS[:2], progress=held))
+            except BaseException as exc:  # reported by the test below
+                outcome.append(exc)
 
-    assert directory.open().doc_count() == 1
+    writer = threading.Thread(target=rebuild)
+    writer.start()
+    try:
+        assert held.reached.wait(60), "the engine never reported progress while writing"
+        with pytest.raises(BuildInProgress):
+            build_index_from_records(FIXTURE_RECORDS, location)
+        with pytest.raises(BuildInProgress):
+            update_index_from_records(FIXTURE_RECORDS, location)
+        # Refused before reading its input: a missing source would be a SourceError.
+        with pytest.raises(BuildInProgress):
+            build_index([tmp_path / "nope.jsonl"], location)
+    finally:
+        held.released.set()
+        writer.join(60)
+
+    assert not isinstance(outcome[0], BaseException), outcome[0]
+    assert set(indexed(location)) == {record.id for record in FIXTURE_RECORDS[:2]}
 
 
-def test_multiprocess_writer_indexes_every_record(tmp_path):
-    records = generated_records(250)  # the writer sends batches of 100: both workers get some
-
-    summary = build_index_from_records(records, tmp_path / "index", procs=2)
-
-    assert summary.writer == "2 writer processes"
-    stored = stored_records(IndexDirectory(tmp_path / "index"))
-    # Workers each write a segment, so the order is not the input order; the records are.
-    assert sorted(stored, key=lambda r: r.id) == records
-    stats = index_stats(IndexDirectory(tmp_path / "index"), top=100)
-    expected = Counter(c for r in records for c in r.categories)
-    assert {v.value: v.count for v in stats.facets["category"]} == expected
-
-
+# -- progress --------------------------------------------------------------------------------
 def test_progress_bar_goes_to_stderr_only_when_asked_or_on_a_terminal(tmp_path, capsys):
     build_index_from_records(FIXTURE_RECORDS, tmp_path / "a", progress=True)
     assert "indexing" in capsys.readouterr().err
@@ -241,70 +315,7 @@ def test_progress_bar_goes_to_stderr_only_when_asked_or_on_a_terminal(tmp_path, 
     build_index_from_records(FIXTURE_RECORDS, tmp_path / "b")  # stderr is not a TTY under pytest
     assert capsys.readouterr().err == ""
 
-
-# A build of many records in its own process group, so the test can see every worker it starts.
-KILLED_BUILD_DRIVER = textwrap.dedent(
-    """
-    import sys
-    from tests.test_indexer import generated_records
-    from searchsvc.indexer import build_index_from_records
-
-    build_index_from_records(generated_records(20_000), sys.argv[1], procs=2)
-    """
-)
-
-
-def test_a_build_killed_mid_way_leaves_the_old_index_serving_and_no_workers(tmp_path):
-    directory = IndexDirectory(tmp_path / "index")
-    build_index_from_records(FIXTURE_RECORDS, directory.root)
-    live = directory.live_name()
-
-    build = subprocess.Popen(
-        [sys.executable, "-c", KILLED_BUILD_DRIVER, str(directory.root)],
-        cwd=ROOT,
-        start_new_session=True,
-    )
-    try:
-        # The writer's temp dir appears once the workers are being fed documents.
-        _wait_for(lambda: list(directory.root.glob(f"{BUILD_PREFIX}*/*.tmp")), 60)
-        time.sleep(0.3)
-        os.kill(build.pid, signal.SIGKILL)
-        build.wait(10)
-        # Workers die with their parent (they would otherwise hold the build lock forever).
-        _wait_for(lambda: not _group_alive(build.pid), 10)
-    finally:
-        _kill_group(build.pid)
-
-    assert list(directory.root.glob(f"{BUILD_PREFIX}*")), "the kill should interrupt a build"
-    assert directory.live_name() == live
-    index = directory.open()
-    assert index.doc_count() == len(FIXTURE_RECORDS)
-    with index.searcher() as searcher:
-        assert searcher.document(id="2101.00003")["title"].startswith("Congestion")
-
-    build_index_from_records(FIXTURE_RECORDS[:2], directory.root)
-
-    assert directory.open().doc_count() == 2
-    assert not list(directory.root.glob(f"{BUILD_PREFIX}*"))
-    assert (directory.root / CURRENT).read_text().strip() != live
-
-
-def _wait_for(condition, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {seconds} s")
-        time.sleep(0.02)
-
-
-def _group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _kill_group(group: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(group, signal.SIGKILL)
+    update_index_from_records(FIXTURE_RECORDS[:1], tmp_path / "a", progress=True)
+    assert "indexing" in capsys.readouterr().err
+    update_index_from_records(FIXTURE_RECORDS[:1], tmp_path / "a")
+    assert capsys.readouterr().err == ""

@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from openapi_spec_validator import validate
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from searchsvc.app import create_app
 from tests.support import examples
 
 # Per operation; the 10 operations make a few hundred requests in all.
@@ -25,11 +24,6 @@ DOCUMENTED_PATHS = (
     "/readyz",
     "/metrics",
 )
-
-
-@pytest.fixture(scope="module")
-def app(fixture_index):
-    return create_app({"INDEX_DIR": fixture_index, "TESTING": True})
 
 
 @pytest.fixture(scope="module")

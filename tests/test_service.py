@@ -8,10 +8,18 @@ from dataclasses import replace
 import pytest
 
 from searchsvc.app import create_app
+from searchsvc.backends import WriteResult
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
 from searchsvc.backends.whoosh.search import searcher as searcher_module
-from searchsvc.errors import IndexUnavailable, InvalidRequest, RecordNotFound
+from searchsvc.errors import (
+    IndexUnavailable,
+    InvalidRequest,
+    QueryError,
+    RecordNotFound,
+    UnknownFacet,
+)
 from searchsvc.extension import get_service
+from searchsvc.facets import FACET_NAMES
 from searchsvc.query import Hit, IndexStats, SearchRequest, SearchResult, Suggestions
 from searchsvc.service import SearchService
 from tests.support import FIXTURE_RECORDS, build_index
@@ -34,6 +42,36 @@ def test_search_with_keyword_arguments_returns_the_domain_result(service):
 
 def test_single_filter_values_may_be_plain_strings_and_ints(service):
     assert service.search(author="Aditya Akella", year=2021).total == 1
+    assert service.search(category="cs.DC").total == 2
+    assert service.search(year="2021").total == 1
+
+
+def test_filters_are_keywords_named_after_the_facets(service):
+    result = service.search(author=["Aditya Akella", "Ada Lovelace"], category="cs.DC", year=2021)
+    assert [hit.record.id for hit in result.hits] == ["2101.00003"]
+    assert result.request.filters == {
+        "author": ("Aditya Akella", "Ada Lovelace"),
+        "category": ("cs.DC",),
+        "year": (2021,),
+    }
+    assert result.request.selected("year") == ("2021",)
+    assert result.request == SearchRequest.from_params(
+        author=["Aditya Akella", "Ada Lovelace"], category="cs.DC", year=2021
+    )
+
+
+@pytest.mark.parametrize("keyword", ["colour", "authors", "categories", "pge"])
+def test_an_unknown_keyword_is_invalid_request_naming_it(service, keyword):
+    with pytest.raises(InvalidRequest) as caught:
+        service.search("learning", **{keyword: "x"})
+    assert caught.value.details["parameter"] == keyword
+    assert ", ".join(FACET_NAMES) in caught.value.message
+
+
+def test_a_malformed_query_is_a_query_error_with_its_position(service):
+    with pytest.raises(QueryError) as caught:
+        service.search("learning year:abc")
+    assert caught.value.details["position"] == len("learning year:")
 
 
 def test_search_request_runs_a_prepared_request(service):
@@ -44,7 +82,7 @@ def test_search_request_runs_a_prepared_request(service):
 
 
 def test_same_answer_as_the_http_api(service, fixture_index):
-    client = create_app({"INDEX_DIR": fixture_index, "TESTING": True}).test_client()
+    client = create_app({"INDEX": fixture_index, "TESTING": True}).test_client()
     body = client.get("/api/v1/search?q=learning&category=cs.LG").get_json()
     expected = service.search(q="learning", category=["cs.LG"]).to_dict()
     body.pop("took_ms"), expected.pop("took_ms")
@@ -67,10 +105,33 @@ def test_records_similar_suggest_facets_author(service):
     assert 0 < len(similar) <= 2
     assert isinstance(service.suggest("ad"), Suggestions)
     assert service.facet_values("category", "cs.d")[0].value == "cs.DC"
+    assert [v.value for v in service.facet_values("author", limit=1)] == ["Aditya Akella"]
     assert service.author("Aditya Akella").total == 2
     assert {record.id for record in service.records()} == {r.id for r in FIXTURE_RECORDS}
     with pytest.raises(InvalidRequest):
         service.similar("2301.00001", limit=0)
+
+
+def test_an_unknown_facet_is_unknown_facet_listing_the_facets(service):
+    with pytest.raises(UnknownFacet) as caught:
+        service.facet_values("colour")
+    assert caught.value.details == {"facet": "colour", "facets": list(FACET_NAMES)}
+
+
+def test_stats_top_limits_the_values_of_each_facet(service):
+    stats = service.stats(top=3)
+    assert stats.documents == len(FIXTURE_RECORDS)
+    assert {name: len(values) for name, values in stats.facets.items()} == {
+        "author": 3,
+        "year": 3,
+        "category": 3,
+    }
+    assert [v.value for v in stats.facets["author"]][:2] == [
+        "Aditya Akella",
+        "Shivaram Venkataraman",
+    ]
+    assert stats.cardinalities == {"author": 6, "year": 5, "category": 5}
+    assert stats.facets["author"] == service.stats().facets["author"][:3]
 
 
 def test_stats_are_reused_while_the_index_version_is_unchanged(service):
@@ -112,12 +173,12 @@ def test_missing_index_raises_index_unavailable_until_one_is_built(tmp_path):
 
 
 def test_get_service_is_one_service_per_app_reused_across_requests(fixture_index):
-    app = create_app({"INDEX_DIR": fixture_index, "TESTING": True})
+    app = create_app({"INDEX": fixture_index, "TESTING": True})
     with app.app_context():
         first = get_service()
     with app.test_request_context("/"):
         assert get_service() is first
-    other = create_app({"INDEX_DIR": fixture_index, "TESTING": True})
+    other = create_app({"INDEX": fixture_index, "TESTING": True})
     with other.app_context():
         assert get_service() is not first
 
@@ -139,3 +200,42 @@ def test_warm_up_loads_the_words_did_you_mean_reads(fixture_index, monkeypatch):
     monkeypatch.setattr(searcher_module, "load_terms", not_again)
     with fresh:
         assert fresh.search(q="schedulng").suggestion == "scheduling"
+
+
+def test_upserts_and_deletes_are_visible_to_the_next_search_at_once(tmp_path):
+    location = build_index(tmp_path / "index")
+    new = replace(FIXTURE_RECORDS[0], id="2402.00009", title="A Quokka Survey")
+    renamed = replace(FIXTURE_RECORDS[1], title="Learned Caches Revisited")
+    with SearchService.open(location) as service:
+        version = service.version()
+        assert service.search("quokka").total == 0
+        written = service.upsert([new, renamed])
+        assert isinstance(written, WriteResult)
+        assert (written.added, written.replaced, written.deleted) == (1, 1, 0)
+        assert [hit.record.id for hit in service.search("quokka").hits] == ["2402.00009"]
+        assert service.get("2201.00002").title == "Learned Caches Revisited"
+        assert service.search("revisited").total == 1
+        assert service.version() != version
+        assert service.stats().documents == len(FIXTURE_RECORDS) + 1
+
+        deleted = service.delete(["2402.00009", "never-indexed"])
+        assert (deleted.added, deleted.replaced, deleted.deleted) == (0, 0, 1)
+        assert service.search("quokka").total == 0
+        with pytest.raises(RecordNotFound):
+            service.get("2402.00009")
+        assert service.search().total == len(FIXTURE_RECORDS)
+
+
+def test_an_upsert_of_the_same_id_twice_keeps_the_last(tmp_path):
+    location = build_index(tmp_path / "index", FIXTURE_RECORDS[:1])
+    first = replace(FIXTURE_RECORDS[1], id="dup", title="First Version")
+    last = replace(first, title="Last Version")
+    with SearchService.open(location) as service:
+        assert service.upsert([first, last]).added == 1
+        assert service.get("dup").title == "Last Version"
+
+
+def test_the_service_is_importable_from_the_package():
+    import searchsvc
+
+    assert searchsvc.SearchService is SearchService

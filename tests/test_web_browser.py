@@ -41,7 +41,7 @@ def serve(index_dir: Path) -> Iterator[str]:
     """The real app on `index_dir`, served by a werkzeug server thread on a free port."""
     from werkzeug.serving import make_server
 
-    app = create_app({"INDEX_DIR": str(index_dir), "TESTING": True})
+    app = create_app({"INDEX": str(index_dir), "TESTING": True})
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

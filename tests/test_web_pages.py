@@ -21,11 +21,6 @@ PROLIFIC = "Grace Hopper"  # has enough records in the extra index for two autho
 
 
 @pytest.fixture(scope="module")
-def seed_client(seed_index):
-    return create_app({"INDEX_DIR": seed_index, "TESTING": True}).test_client()
-
-
-@pytest.fixture(scope="module")
 def client(tmp_path_factory):
     """The fixture records, plus an old-style (slashed) id, a `javascript:` URL and a prolific
     author with 25 records."""
@@ -191,6 +186,59 @@ def test_bad_input_is_a_friendly_400(seed_client, query, message):
     assert 'role="search"' in markup  # the search box is there to try again
 
 
+QUERY_ERROR = re.compile(
+    r'<p class="query-error"><code>(.*?)<mark class="query-error__at">(.*?)</mark>(.*?)</code></p>',
+    re.DOTALL,
+)
+MALFORMED_QUERIES = [
+    # (q as typed, a fragment of the message, the 0-based position of its cause)
+    ("title:", "title: needs a word", 0),  # a dangling field prefix
+    ("learning author:", "author: needs a word", 9),
+    ('"learned caches', "this quote is never closed", 0),  # an unclosed quote
+    ('learning "caches', "this quote is never closed", 9),
+    ("((learning", "this ( is never closed", 1),  # an unclosed parenthesis
+    ("learning))", "this ) has no ( before it", 8),
+    ("year:2023..2020", "the year range 2023..2020 ends before it starts", 5),  # reversed
+    ("learning year:abc", "year:abc is not a year", len("learning year:")),
+    ("AND", "AND needs a word or a group before it", 0),  # lone operators
+    ("NOT", "NOT needs a word or a group after it", 0),
+    ("learning AND", "AND needs a word or a group after it", 9),
+    ("<b>x</b> title:", "title: needs a word", 9),  # the typed text is escaped around the mark
+]
+
+
+@pytest.mark.parametrize(
+    ("q", "message", "position"), MALFORMED_QUERIES, ids=[repr(q) for q, _, _ in MALFORMED_QUERIES]
+)
+def test_a_malformed_query_page_marks_the_character_the_message_points_at(
+    seed_client, q, message, position
+):
+    response = seed_client.get("/", query_string={"q": q})
+    markup = response.get_data(as_text=True)
+    assert response.status_code == 400 and response.mimetype == "text/html"
+    text = text_of(markup)
+    assert "That query cannot be searched" in text
+    assert message in text and f"(at character {position + 1})" in text
+    before, marked, after = (html.unescape(part) for part in QUERY_ERROR.search(markup).groups())
+    assert (before, marked, after) == (q[:position], q[position], q[position + 1 :])
+    assert "<b>x</b>" not in markup
+    # The search box keeps what was typed, to correct it.
+    box = re.search(r'<input[^>]*name="q"[^>]*>', markup).group(0)
+    assert html.unescape(re.search(r'value="([^"]*)"', box).group(1)) == q
+
+
+def test_a_parameter_error_marks_no_character_of_the_query(seed_client):
+    markup = page(seed_client, "/?q=learning&page=abc", status=400)
+    assert "query-error__at" not in markup
+
+
+def test_the_mark_is_on_the_right_character_when_the_query_starts_with_spaces(seed_client):
+    q = "  title:"
+    markup = page(seed_client, "/?q=%20%20title:", status=400)
+    before, marked, _ = (html.unescape(part) for part in QUERY_ERROR.search(markup).groups())
+    assert (before, marked) == (q[:2], "t")
+
+
 def test_unknown_record_and_author_are_404_pages(client):
     assert "Not found" in text_of(page(client, "/records/9999.99999", status=404))
     assert "No records are attributed to" in text_of(page(client, "/authors/Nobody", status=404))
@@ -337,7 +385,7 @@ def test_bibtex_escapes_tex_specials_and_keeps_unicode():
 
 
 def test_without_an_index_pages_say_so_politely(tmp_path):
-    client = create_app({"INDEX_DIR": tmp_path / "missing", "TESTING": True}).test_client()
+    client = create_app({"INDEX": tmp_path / "missing", "TESTING": True}).test_client()
     for url in ("/", "/records/2301.00001", "/authors/Ada%20Lovelace"):
         text = text_of(page(client, url, status=503))
         assert "Search is not available right now" in text

@@ -1,4 +1,5 @@
-"""The array-based relevance fast path (postings.py + scoring.py) against plain Whoosh.
+"""The array-based relevance fast path (accel/snapshot_postings.py, accel/array_scoring.py)
+against plain Whoosh.
 
 Random OR / AND queries over the ranked fields of real indexes (one segment; several segments
 committed without a merge; several segments with updated and deleted documents), with random
@@ -32,7 +33,6 @@ import math
 import pickle
 import random
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,10 +56,13 @@ from searchsvc.backends.whoosh.accel.snapshot_postings import (
     reader_signature,
 )
 from searchsvc.backends.whoosh.documents import to_document
-from searchsvc.backends.whoosh.queries.compile import parse, weighting
+from searchsvc.backends.whoosh.queries.compile import compile_query
+from searchsvc.backends.whoosh.ranking import weighting
 from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.querylang import parse_query
 from searchsvc.records import Record
 from tests.support import FIXTURE_RECORDS, build_index, examples
+from tests.whoosh.support import build_with_whoosh_writer
 
 RANKED_FIELDS = ("content", "title", "abstract", "author_names")
 # Scores are Whoosh's to the last bit per term; sums may differ in the last bits only.
@@ -155,18 +158,6 @@ def synthetic_records(count: int, seed: int) -> list[Record]:
     return [*FIXTURE_RECORDS, *records]
 
 
-def _write_segments(root: Path, records: list[Record], segments: int) -> IndexDirectory:
-    directory = IndexDirectory(root)
-    size = math.ceil(len(records) / segments)
-    with directory.build() as index:
-        for start in range(0, len(records), size):
-            writer = index.writer()
-            for record in records[start : start + size]:
-                writer.add_document(**to_document(record))
-            writer.commit(merge=False)
-    return directory
-
-
 def _update_and_delete(directory: IndexDirectory, records: list[Record]) -> None:
     rng = random.Random(7)
     doomed = Record(id="doomed-1", title=f"The {DELETED_ONLY_WORD} of caches", source="x")
@@ -188,19 +179,22 @@ def _update_and_delete(directory: IndexDirectory, records: list[Record]) -> None
 
 @pytest.fixture(scope="module", params=["one-segment", "multi-segment", "with-deletions"])
 def index_case(request, tmp_path_factory):
-    """(searcher, arrays, query words) over one kind of real index."""
+    """(searcher, arrays, query words) over one kind of real index: one segment by the fast
+    writer (a build), four segments by Whoosh's writer, then updates deleting documents."""
     records = synthetic_records(300, seed=11)
     root = tmp_path_factory.mktemp(request.param)
     if request.param == "one-segment":
-        directory = build_index(root, records)
+        directory = IndexDirectory(build_index(root / "index", records))
     else:
-        directory = _write_segments(root, records, segments=4)
+        directory = build_with_whoosh_writer(root / "index", records, segments=4)
         if request.param == "with-deletions":
             _update_and_delete(directory, records)
     index = directory.open()
     searcher = index.searcher(weighting=weighting())
     reader = searcher.reader()
-    if request.param != "one-segment":
+    if request.param == "one-segment":
+        assert len(reader.leaf_readers()) == 1
+    else:
         assert len(reader.leaf_readers()) >= 3, "meant to test several segments"
     if request.param == "with-deletions":
         assert reader.has_deletions()
@@ -295,7 +289,7 @@ def check_against_whoosh(
 
 
 def parse_text(searcher, text, request_fields):
-    """The search core's parse, exact values taken as typed, lexicons read from the searcher."""
+    """The search core's compile, exact values taken as typed, lexicons read from the searcher."""
     reader = searcher.reader()
     lexicons: dict[str, Lexicon] = {}
 
@@ -304,7 +298,9 @@ def parse_text(searcher, text, request_fields):
             lexicons[field] = Lexicon.read(reader, field)
         return lexicons[field]
 
-    return parse(text, request_fields, reader, lambda field, value: value, lexicon)
+    return compile_query(
+        parse_query(text), request_fields, reader, lambda field, value: value, lexicon
+    )
 
 
 # -- strategies ---------------------------------------------------------------------------------
@@ -400,8 +396,8 @@ def test_nested_groups_with_boosts_rank_as_whoosh(index_case, data):
 
 @PROPERTY_SETTINGS
 @given(data=st.data())
-def test_parsed_queries_rank_as_whoosh(index_case, data):
-    """Query text through the search core's parser: plain words, optionally joined by AND."""
+def test_compiled_queries_rank_as_whoosh(index_case, data):
+    """Query text through the search core's compiler: plain words, optionally joined by AND."""
     searcher, arrays, _ = index_case
     words = data.draw(
         st.lists(
@@ -466,8 +462,8 @@ def test_unsupported_shapes_fall_back():
         assert extract_terms(q) is None, q
 
 
-def test_parser_phrases_and_ranges_fall_back(fixture_index):
-    index = fixture_index.open()
+def test_compiled_phrases_ranges_and_negations_fall_back(fixture_index):
+    index = IndexDirectory(fixture_index).open()
     with index.searcher() as searcher:
         for text in ('"learned caches"', "year:2020..2023", "cluster NOT deep"):
             parsed = parse_text(searcher, text, ("title", "abstract"))
@@ -484,12 +480,12 @@ def test_parser_phrases_and_ranges_fall_back(fixture_index):
         "year:2023 cluster",
         "title:deep learning^2 author:akella",
         "deep AND (learning OR caches)",
-        # The parser pushes a group's boost down to its terms: Whoosh's top-k stays right.
+        # normalize() pushes a group's boost down to its terms: Whoosh's top-k stays right.
         "(cluster scheduling)^2 latency",
     ],
 )
 def test_search_core_queries_rank_as_whoosh(seed_index, text):
-    index = seed_index.open()
+    index = IndexDirectory(seed_index).open()
     with index.searcher(weighting=weighting()) as searcher:
         parsed = parse_text(searcher, text, ("title", "abstract", "authors"))
         terms = extract_terms(parsed.query)
@@ -651,7 +647,7 @@ def test_posting_cache_stays_within_its_byte_budget(index_case):
 
 
 def test_a_changed_index_gets_fresh_arrays(tmp_path):
-    directory = build_index(tmp_path)
+    directory = IndexDirectory(build_index(tmp_path / "index"))
     index = directory.open()
     with index.searcher() as searcher:
         before = arrays_for(searcher.reader())

@@ -1,4 +1,4 @@
-"""The fast segment writer (segments.py) writes the index Whoosh's own writer writes.
+"""The fast segment writer (build/segment.py) writes the index Whoosh's own writer writes.
 
 Each test builds the same records twice, with Whoosh's stock writer and with `add_records`, and
 compares the segment files byte for byte, but for two kinds. The posting blocks, whose tuples
@@ -24,13 +24,13 @@ from whoosh.qparser import QueryParser
 from searchsvc.backends.whoosh.build import segment as segments
 from searchsvc.backends.whoosh.build import writer as writing
 from searchsvc.backends.whoosh.build.writer import add_records
-from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.records import Record
 from searchsvc.sources import read_records
 from tests.support import FIXTURE_RECORDS, examples, multi_block_records
+from tests.whoosh.support import whoosh_writer_index
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KAGGLE_SAMPLE = ROOT.parent / "shared" / "data" / "arxiv-kaggle-sample"
 _SEGMENT_FILE = re.compile(r"^[^_]+_[a-z0-9]+")
 
@@ -75,15 +75,7 @@ def _records(draw) -> list[Record]:
 def _stock_build(path: Path, records: list[Record], parts: int = 1, ranges=None):
     """Whoosh's own writer; `parts` contiguous shares (or the given [start, stop) `ranges`),
     one segment each (as the workers do)."""
-    path.mkdir()
-    index = whoosh_index.create_in(str(path), build_schema())
-    share = -(-len(records) // parts)
-    for start, stop in ranges or [(a, a + share) for a in range(0, len(records), share)]:
-        writer = index.writer()
-        for record in records[start:stop]:
-            writer.add_document(**to_document(record))
-        writer.commit(merge=False)
-    return index
+    return whoosh_writer_index(path, records, parts, ranges)
 
 
 def _fast_build(path: Path, records: list[Record], procs: int = 1):

@@ -1,4 +1,11 @@
-"""The plain-words fast path (plain_queries.py) builds exactly what Whoosh's parser builds."""
+"""The plain-words fast path (queries/plain.py) compiles exactly what the general compiler and,
+before the product's query language, Whoosh's own query parser made of the same text.
+
+Plain words are nearly every real query. For random plain texts and every choice of ranked fields,
+`PlainWords.compile` must give, node by node (classes, boosts, startchar/endchar, every attribute),
+what `compile_tree` gives for the same tree and what Whoosh's `MultifieldParser`, configured as the
+backend configured it, gave for the text: the guarantee that plain-word answers did not change.
+"""
 
 from __future__ import annotations
 
@@ -9,80 +16,86 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from whoosh import query
-from whoosh.qparser import AndGroup, MultifieldParser, OrGroup, QueryParser
 
-from searchsvc.backends.whoosh.queries import compile as queries
+from searchsvc.backends.whoosh.queries import compile as compiler
+from searchsvc.backends.whoosh.queries.compile import compile_query, compile_tree
 from searchsvc.backends.whoosh.queries.expansion import QueryRewriter
-from searchsvc.backends.whoosh.queries.plain import OPERATOR_WORDS, PlainParser
+from searchsvc.backends.whoosh.queries.plain import PlainWords
+from searchsvc.backends.whoosh.ranking import SEARCH_FIELDS, index_fields
+from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.errors import QueryError
+from searchsvc.querylang import parse_query
 from tests.support import examples
+from tests.whoosh.support import assert_same_query, whoosh_parser
 
 REQUEST_FIELD_CHOICES = [
     fields
     for size in (1, 2, 3)
     for fields in itertools.combinations(("title", "abstract", "authors"), size)
 ]
-SEARCH_FIELD_CHOICES = sorted({queries.index_fields(fields) for fields in REQUEST_FIELD_CHOICES})
+SEARCH_FIELD_CHOICES = sorted({index_fields(fields) for fields in REQUEST_FIELD_CHOICES})
+# Operators of Whoosh's parser (in capitals, on their own). AND, OR and NOT are the query
+# language's too; the others are plain words now (an intended change, tested below).
+WHOOSH_OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE", "REQUIRE"})
 
 # Stop words, single letters, numbers, mixed case, words sharing a stem, operator words in other
-# cases than the parser's, and real words.
+# cases than the parsers', and real words.
 _VOCABULARY = st.sampled_from(
     [
         "the", "of", "a", "is", "to", "in", "be", "A", "The", "OF",
         "x", "I", "Z", "q", "0", "7", "42", "2020", "1e5", "3d", "x2", "v1",
         "GraPH", "NEURAL", "Networks", "networks", "network",
         "learning", "learned", "learns", "Learning", "learn", "LEARNS",
-        "and", "or", "not", "andnot", "andmaybe", "require", "to",
+        "and", "or", "not", "andnot", "andmaybe", "require", "to", "TO",
         "And", "Or", "Not", "nOT", "Andnot", "To",
         "graph", "neural", "sparsely", "supervised", "scalable", "proxies", "human", "evaluation",
         "both", "quantum", "balazs", "scheduling", "caches", "datacenter", "congestion",
     ]
 )  # fmt: skip
 _ANY_WORD = st.text(string.ascii_letters + string.digits, min_size=1, max_size=12).filter(
-    lambda word: word not in OPERATOR_WORDS
+    lambda word: word not in WHOOSH_OPERATORS
 )
-_SPACE = st.sampled_from([" ", "  ", "\t", "\n", " \t\n ", "\n\n"])
+# Whitespace, or an OR between two words (the language's OR of words is a plain tree too).
+_GAP = st.sampled_from([" ", "  ", "\t", "\n", " \t\n ", "\n\n", " OR ", "\tOR\n"])
 
 
 @st.composite
 def plain_texts(draw) -> str:
     words = draw(st.lists(st.one_of(_VOCABULARY, _ANY_WORD), min_size=1, max_size=12))
-    gaps = [draw(_SPACE) for _ in range(len(words) - 1)]
+    gaps = [draw(_GAP) for _ in range(len(words) - 1)]
     text = "".join(word + gap for word, gap in zip(words, [*gaps, ""], strict=True))
     return draw(st.sampled_from(["", " ", "\n\t"])) + text + draw(st.sampled_from(["", " ", "\t"]))
 
 
-def assert_same_query(fast: query.Query, parsed: query.Query) -> None:
-    """Equal trees with the same classes, boosts and character ranges, node by node."""
-    assert fast == parsed
-    _assert_same_nodes(fast, parsed)
+def fast_path(text: str, search_fields: tuple[str, ...]) -> query.Query | None:
+    """What compile_query's fast path gives for the text (None: not plain words)."""
+    return compiler._plain_words(search_fields).compile(parse_query(text).root)
 
 
-def _assert_same_nodes(fast: query.Query, parsed: query.Query) -> None:
-    assert type(fast) is type(parsed)
-    assert getattr(fast, "boost", None) == getattr(parsed, "boost", None)
-    assert getattr(fast, "startchar", None) == getattr(parsed, "startchar", None)
-    assert getattr(fast, "endchar", None) == getattr(parsed, "endchar", None)
-    # Every attribute, minmatch/minquality and the like included.
-    assert vars(fast) == vars(parsed)
-    for fast_child, parsed_child in zip(fast.children(), parsed.children(), strict=True):
-        _assert_same_nodes(fast_child, parsed_child)
+def assert_fast_path_is_the_general_compilers_and_whooshs(text: str) -> None:
+    tree = parse_query(text)
+    for search_fields in SEARCH_FIELD_CHOICES:
+        fast = compiler._plain_words(search_fields).compile(tree.root)
+        assert fast is not None, (text, search_fields)
+        assert_same_query(fast, compile_tree(tree.root, search_fields))
+        # Whoosh's parser read the cleaned text (control characters blanked) as the tree does.
+        assert_same_query(fast, whoosh_parser(search_fields).parse(tree.text))
 
 
 @settings(max_examples=examples(300), deadline=None)
 @given(plain_texts())
-def test_plain_text_gives_the_parsers_query_for_every_field_choice(text: str) -> None:
-    for search_fields in SEARCH_FIELD_CHOICES:
-        fast = queries._plain_parser(search_fields).parse(text)
-        assert fast is not None, text
-        assert_same_query(fast, queries._parser(search_fields).parse(text))
+def test_plain_words_compile_as_the_general_compiler_and_whooshs_parser_for_every_field_choice(
+    text: str,
+) -> None:
+    assert_fast_path_is_the_general_compilers_and_whooshs(text)
 
 
 @settings(max_examples=examples(100), deadline=None)
 @given(plain_texts())
 def test_the_rewriter_has_nothing_to_change_in_a_plain_query(text: str) -> None:
-    # parse() returns a plain query as it is, without QueryRewriter: it would give it back equal.
+    # compile_query returns a plain query without QueryRewriter: it would give it back equal.
     for search_fields in SEARCH_FIELD_CHOICES:
-        fast = queries._plain_parser(search_fields).parse(text)
+        fast = fast_path(text, search_fields)
         rewritten = QueryRewriter(None, None, None, text).rewrite(fast)
         assert_same_query(rewritten, fast)
 
@@ -98,76 +111,109 @@ def test_the_rewriter_has_nothing_to_change_in_a_plain_query(text: str) -> None:
         "graph graph GRAPH",
         "x",
         "  \t2020\n",
+        "graph OR neural OR networks",
     ],
 )
-def test_typical_queries_match_the_parser(text: str) -> None:
+def test_typical_queries_compile_as_the_general_compiler_and_whooshs_parser(text: str) -> None:
+    assert_fast_path_is_the_general_compilers_and_whooshs(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(graph neural)",  # a group without a boost is an OR of its words
+        "((graph)) networks",
+        "graph\rneural",  # control and format characters are blanked before parsing
+        "graph\x0bneural",
+        "graph\x0cneural",
+        "graph\x1cneural",
+        "graph\x00",
+        "graph\u200bneural",
+        "graph\u00a0neural",  # Unicode spaces separate words
+        "graph\u2003neural",
+    ],
+)
+def test_syntax_that_leaves_only_plain_words_takes_the_fast_path(text: str) -> None:
+    assert_fast_path_is_the_general_compilers_and_whooshs(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["graph ANDNOT neural", "graph ANDMAYBE neural", "REQUIRE graph", "TO", "a TO b"]
+)
+def test_whooshs_other_operator_words_are_plain_words_searched_as_words(text: str) -> None:
+    # An intended change: Whoosh's parser read ANDNOT, ANDMAYBE and REQUIRE as operators; the
+    # query language searches them as the words they are (as Whoosh's parser searched them in
+    # lower case: the analyzers lowercase every word, and the characters are the same).
+    tree = parse_query(text)
     for search_fields in SEARCH_FIELD_CHOICES:
-        fast = queries._plain_parser(search_fields).parse(text)
+        fast = compiler._plain_words(search_fields).compile(tree.root)
         assert fast is not None
-        assert_same_query(fast, queries._parser(search_fields).parse(text))
+        assert_same_query(fast, compile_tree(tree.root, search_fields))
+        assert_same_query(fast, whoosh_parser(search_fields).parse(text.lower()))
 
 
-# One of each shape the fast path leaves to the parser.
+# One of each shape the fast path leaves to the general compiler (each a valid query).
 NOT_PLAIN = [
-    "title:graph", "author:smith", "graph Title:neural",  # field prefixes
-    '"graph neural"', "'graph neural'", 'graph"',  # phrases and quotes
-    "gra*", "gr?ph", "*", "*:*",  # wildcards, every document
-    "graph~", "graph~2", "graph~1/2",  # fuzzy words
-    "graph^2", "(graph neural)", "graph)", "[a TO b]", "{a TO b}", "year:[2020 TO 2021]",
-    "graph AND neural", "graph OR neural", "NOT graph", "graph ANDNOT neural",
-    "graph ANDMAYBE neural", "REQUIRE graph", "AND", "OR", "NOT", "TO", "a TO b",  # operators
+    "title:graph", "author:smith", "graph Title:neural", "category:cs.DC",  # field prefixes
+    '"graph neural"',  # phrases
+    "gra*", "gr?ph", "*", "*:*",  # wildcards, every record
+    "graph~", "graph~2",  # fuzzy words
+    "graph^2", "(graph neural)^2", "year:[2020 TO 2021]", "year:2021", "year:2020..2022",
+    "graph AND neural", "NOT graph", "graph NOT neural", "(graph OR neural) AND x",  # operators
     "+graph", "-graph", "graph,", "U.S.A.", "v1.2", "x_1", "don't", "GPU-based", "e.g.",
-    "a<=b", "#graph", "graph!", "graph;", "a/b", "a\\b", "graph@x", "50%",  # other characters
-    "Balázs", "naïve", "ﬁle", "İstanbul", "straße", "Ωmega", "graph\u00a0neural",  # non-ASCII
-    "graph\rneural", "graph\x0bneural", "graph\x0cneural", "graph\x1cneural", "graph\x00",
+    "a<=b", "#graph", "graph!", "graph;", "a/b", "a\\b", "graph@x", "50%", "'graph neural'",
+    "content:graph", "foo:bar", "graph:",  # other characters
+    "Balázs", "naïve", "ﬁle", "İstanbul", "straße", "Ωmega",  # non-ASCII
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("text", NOT_PLAIN)
-def test_text_that_is_not_plain_goes_to_the_parser(text: str) -> None:
+def test_a_tree_that_is_not_plain_words_goes_to_the_general_compiler(text: str) -> None:
     for search_fields in SEARCH_FIELD_CHOICES:
-        assert queries._plain_parser(search_fields).parse(text) is None
+        assert fast_path(text, search_fields) is None
 
 
 @settings(max_examples=examples(200), deadline=None)
 @given(plain_texts(), st.sampled_from(NOT_PLAIN), st.integers(min_value=0))
-def test_a_plain_text_with_any_other_shape_in_it_goes_to_the_parser(
+def test_a_plain_text_with_any_other_shape_in_it_goes_to_the_general_compiler(
     text: str, other: str, where: int
 ) -> None:
     position = where % (len(text) + 1)
-    mixed = [text[:position] + f" {other} " + text[position:], f"{text} {other}", f"{other} {text}"]
+    mixed = [f"{text} {other}", f"{other} {text}", text[:position] + f" {other} " + text[position:]]
     if any(not (ch.isascii() and ch.isalnum()) and ch != " " for ch in other):
-        # Syntax characters count inside a word too; an operator word only on its own.
+        # Syntax characters count inside a word too.
         mixed.append(text[:position] + other + text[position:])
-    for search_fields in SEARCH_FIELD_CHOICES:
-        for variant in mixed:
-            assert queries._plain_parser(search_fields).parse(variant) is None, variant
+    parsed = 0
+    for variant in mixed:
+        try:
+            tree = parse_query(variant)
+        except QueryError:
+            continue  # e.g. `graph~` put inside a word: `grgraph~aph` (the parser's business)
+        parsed += 1
+        for search_fields in SEARCH_FIELD_CHOICES:
+            assert compiler._plain_words(search_fields).compile(tree.root) is None, variant
+    assert parsed >= 1
 
 
-def test_parse_answers_plain_words_without_running_whooshs_parser(monkeypatch, fixture_index):
-    def refuse(self, text, normalize=True, debug=False):
-        raise AssertionError(f"the parser ran for {text!r}")
+def test_compile_query_answers_plain_words_without_the_general_compiler(monkeypatch, fixture_index):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the general compiler ran")
 
-    index = fixture_index.open()
-    with index.searcher() as searcher:
-        reader = searcher.reader()
-        monkeypatch.setattr(QueryParser, "parse", refuse)
-        parsed = queries.parse(
-            "Learned caches", ("title", "abstract", "authors"), reader, None, None
-        )
-        monkeypatch.undo()
-        expected = queries._parser(queries.SEARCH_FIELDS).parse("Learned caches")
+    monkeypatch.setattr(compiler, "compile_tree", refuse)
+    monkeypatch.setattr(compiler._Compiler, "compile", refuse)
+    fields = ("title", "abstract", "authors")
+    with IndexDirectory(fixture_index).open().reader() as reader:
+        parsed = compile_query(parse_query("Learned caches"), fields, reader, None, None)
+        with pytest.raises(AssertionError, match="general compiler"):  # it would have noticed
+            compile_query(parse_query('"Learned caches"'), fields, reader, None, None)
+
+    expected = whoosh_parser(SEARCH_FIELDS).parse("Learned caches")
     assert_same_query(parsed.parsed, expected)
-    assert parsed.query == expected
+    assert_same_query(parsed.query, expected)
+    assert parsed.text == "Learned caches"
 
 
-def test_the_fast_path_refuses_parsers_it_does_not_reproduce():
-    schema = queries._parser(queries.SEARCH_FIELDS).schema
-    with pytest.raises(ValueError):
-        PlainParser(MultifieldParser(["content"], schema, group=AndGroup))
-    with pytest.raises(ValueError):
-        PlainParser(
-            MultifieldParser(["content"], schema, group=OrGroup, termclass=query.Variations)
-        )
-    with pytest.raises(ValueError):
-        PlainParser(MultifieldParser(["year"], schema, group=OrGroup))  # numbers parse themselves
+def test_the_fast_path_refuses_a_field_that_parses_its_own_queries():
+    schema = compiler._term_parser().schema
+    with pytest.raises(ValueError, match="year"):
+        PlainWords(schema, ["content", "year"], {})  # numbers: ranges, not analysed words

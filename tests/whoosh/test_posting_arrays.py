@@ -28,9 +28,10 @@ from searchsvc.facets import FACET_NAMES
 from searchsvc.indexer import build_index_from_records, update_index_from_records
 from searchsvc.query import SearchRequest
 from searchsvc.sources import read_records
-from tests.support import FIXTURE_RECORDS, build_index, multi_block_records
+from tests.support import FIXTURE_RECORDS, multi_block_records
+from tests.whoosh.support import build_with_whoosh_writer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 QUERIES = ("scheduling", "learning deep models", "caches OR graphs", "akella", "category:cs.DC")
 
 
@@ -103,9 +104,11 @@ def test_the_fast_writer_saves_every_segments_arrays(segmented):
 
 
 def test_a_build_by_whooshs_writer_gets_its_arrays_from_the_blocks(tmp_path):
-    directory = build_index(tmp_path, read_records([ROOT / "seeds"]))
+    records = read_records([ROOT / "seeds"])
+    directory = build_with_whoosh_writer(tmp_path / "index", records, segments=2)
+    assert len(_segment_ids(directory)) == 2
     assert set(_sidecars(directory)) == _segment_ids(directory)
-    _assert_postings_are_whooshs(directory, mapped_segments=1)
+    _assert_postings_are_whooshs(directory, mapped_segments=2)
 
 
 def test_arrays_from_the_blocks_are_the_fast_writers_byte_for_byte(segmented):

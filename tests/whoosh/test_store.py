@@ -11,6 +11,7 @@ from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.store import BUILD_PREFIX, CURRENT, IndexDirectory
 from searchsvc.errors import BuildInProgress, IndexUnavailable
 from tests.support import FIXTURE_RECORDS, build_index
+from tests.whoosh.support import build_with_whoosh_writer
 
 
 def test_a_directory_without_an_index_says_how_to_build_one(tmp_path):
@@ -22,7 +23,7 @@ def test_a_directory_without_an_index_says_how_to_build_one(tmp_path):
 
 
 def test_a_failed_build_is_removed_and_the_live_generation_stays(tmp_path):
-    directory = build_index(tmp_path / "index")
+    directory = IndexDirectory(build_index(tmp_path / "index"))
     live = directory.live_name()
 
     with pytest.raises(RuntimeError), directory.build() as index:
@@ -37,7 +38,7 @@ def test_a_failed_build_is_removed_and_the_live_generation_stays(tmp_path):
 
 
 def test_the_next_build_removes_build_dirs_left_by_killed_builds(tmp_path):
-    directory = build_index(tmp_path / "index")
+    directory = IndexDirectory(build_index(tmp_path / "index"))
     orphan = directory.root / f"{BUILD_PREFIX}20200101T000000000000Z-1"
     orphan.mkdir()
     (orphan / "MAIN_WRITELOCK").write_text("")
@@ -87,8 +88,20 @@ def test_build_saves_metadata_and_update_merges_into_it(tmp_path):
     assert directory.built_at() == built_at is not None
 
 
-def test_records_yields_every_stored_record(fixture_index):
-    assert list(fixture_index.records()) == list(FIXTURE_RECORDS)
+def test_records_yields_every_stored_record_in_index_order(fixture_index):
+    assert list(IndexDirectory(fixture_index).records()) == list(FIXTURE_RECORDS)
+
+
+def test_records_leaves_out_documents_an_update_deleted(tmp_path):
+    directory = build_with_whoosh_writer(tmp_path / "index")
+    with directory.update() as index:
+        writer = index.writer()
+        writer.delete_by_term("id", FIXTURE_RECORDS[1].id)
+        writer.commit(merge=False)
+    with directory.open().reader() as reader:
+        assert reader.has_deletions()
+
+    assert list(directory.records()) == [FIXTURE_RECORDS[0], *FIXTURE_RECORDS[2:]]
 
 
 def test_schema_pickles_with_its_stemmer_for_worker_processes():

@@ -13,6 +13,14 @@ from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.indexer import build_index_from_records
 from tests.support import FIXTURE_RECORDS, build_index, multi_block_records
+from tests.whoosh.support import build_with_whoosh_writer
+
+# Term tables written by the fast writer (every build) and by Whoosh's (every update's segment).
+BUILDERS = {
+    "fast writer": lambda root: IndexDirectory(build_index(root)),
+    "whoosh writer": build_with_whoosh_writer,
+}
+by_each_writer = pytest.mark.parametrize("build", BUILDERS.values(), ids=BUILDERS.keys())
 
 
 def _terms(read, reader, field: str) -> list[str]:
@@ -38,13 +46,14 @@ def _assert_every_field_reads_as_whoosh(directory) -> None:
             _assert_field_reads_as_whoosh(reader, field)
 
 
-def test_one_segment(tmp_path):
-    directory = build_index(tmp_path / "index")
+@by_each_writer
+def test_one_segment_reads_as_whoosh(tmp_path, build):
+    directory = build(tmp_path / "index")
     assert len(directory.open()._segments()) == 1
     _assert_every_field_reads_as_whoosh(directory)
 
 
-def test_many_segments_with_shared_terms_and_deletions(tmp_path, monkeypatch):
+def test_many_segments_with_shared_terms_and_deletions_read_as_whoosh(tmp_path, monkeypatch):
     # Segments of 40 records (as test_posting_arrays does): most terms are in several of them.
     monkeypatch.setattr(writing, "MAX_SEGMENT_RECORDS", 40)
     build_index_from_records(
@@ -60,8 +69,9 @@ def test_many_segments_with_shared_terms_and_deletions(tmp_path, monkeypatch):
     _assert_every_field_reads_as_whoosh(directory)
 
 
-def test_a_term_table_it_cannot_read_falls_back_to_whooshs_lexicon(tmp_path, monkeypatch):
-    directory = build_index(tmp_path / "index")
+@by_each_writer
+def test_a_term_table_it_cannot_read_falls_back_to_whooshs_lexicon(tmp_path, monkeypatch, build):
+    directory = build(tmp_path / "index")
 
     def unreadable(segment, field):
         raise AttributeError("no term table here")
@@ -70,10 +80,11 @@ def test_a_term_table_it_cannot_read_falls_back_to_whooshs_lexicon(tmp_path, mon
     _assert_every_field_reads_as_whoosh(directory)
 
 
+@by_each_writer
 @pytest.mark.parametrize("field", ["year", "title"])
-def test_binary_and_text_terms_both_decode_as_whoosh(tmp_path, field):
+def test_binary_and_text_terms_both_decode_as_whoosh(tmp_path, field, build):
     # Numeric fields hold binary terms (NUL bytes among them): those are decoded one by one.
-    directory = build_index(tmp_path / "index")
+    directory = build(tmp_path / "index")
     with directory.open().searcher() as searcher:
         reader = searcher.reader()
         _assert_field_reads_as_whoosh(reader, field)

@@ -45,13 +45,20 @@ def test_a_closed_buffer_file_cannot_be_read():
         patched.file.read(1)
 
 
-def test_column_offsets_are_the_running_sum_of_value_lengths(fixture_index):
+@pytest.mark.parametrize("writer", ["fast writer", "whoosh writer"])
+def test_column_offsets_are_the_running_sum_of_value_lengths(fixture_index, tmp_path, writer):
     from whoosh.codec.whoosh3 import STORED_COLUMN
 
+    from searchsvc.backends.whoosh.store import IndexDirectory
     from searchsvc.texts import title_key
     from tests.support import FIXTURE_RECORDS
+    from tests.whoosh.support import build_with_whoosh_writer
 
-    with fixture_index.open().reader() as reader:
+    if writer == "fast writer":
+        directory = IndexDirectory(fixture_index)
+    else:
+        directory = build_with_whoosh_writer(tmp_path / "index")
+    with directory.open().reader() as reader:
         for leaf, _ in reader.leaf_readers():
             titles = leaf._perdoc.column_reader("title_sort", leaf.schema["title_sort"].column_type)
             stored = leaf._perdoc.column_reader("_stored", STORED_COLUMN)

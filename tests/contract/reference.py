@@ -1,0 +1,101 @@
+"""A plain-Python model of what the contract answers, to hold an engine's answers against.
+
+Filters, year bounds and disjunctive facet counts are computed here record by record from the
+records themselves; which records a query matches is given by the caller (the query model of
+test_generated.py, or an engine's own unfiltered matches where only the counting is checked).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable
+
+from searchsvc.query import SearchRequest, SearchResult
+from searchsvc.records import Record
+
+
+def facet_values(record: Record, facet: str) -> tuple[str, ...]:
+    """A record's values of a facet, as strings (the form facet values take)."""
+    if facet == "author":
+        return record.authors
+    if facet == "category":
+        return record.categories
+    if facet == "year":
+        return () if record.year is None else (str(record.year),)
+    raise AssertionError(f"no facet {facet!r} in the model")
+
+
+def in_year_bounds(record: Record, request: SearchRequest) -> bool:
+    """year_from/year_to: a record without a year is outside any bound."""
+    if request.year_from is None and request.year_to is None:
+        return True
+    if record.year is None:
+        return False
+    low = request.year_from if request.year_from is not None else record.year
+    high = request.year_to if request.year_to is not None else record.year
+    return low <= record.year <= high
+
+
+def passes_filters(record: Record, request: SearchRequest, skip: str | None = None) -> bool:
+    """OR within a facet, AND across facets; `skip` leaves one facet's selection out.
+
+    Selected values are compared exactly: the models' callers select values as indexed.
+    """
+    for facet in ("author", "category", "year"):
+        selected = request.selected(facet)
+        if facet != skip and selected and not set(facet_values(record, facet)) & set(selected):
+            return False
+    return True
+
+
+def expected_total(records: Iterable[Record], request: SearchRequest) -> int:
+    """How many of the query's matches (`records`) the year bounds and filters keep."""
+    return sum(
+        1
+        for record in records
+        if in_year_bounds(record, request) and passes_filters(record, request)
+    )
+
+
+def expected_ids(records: Iterable[Record], request: SearchRequest) -> set[str]:
+    return {
+        record.id
+        for record in records
+        if in_year_bounds(record, request) and passes_filters(record, request)
+    }
+
+
+def expected_facets(
+    records: Collection[Record], request: SearchRequest
+) -> dict[str, list[tuple[str, int, bool]]]:
+    """Disjunctive counts of the query's matches (`records`): each facet counted with the year
+    bounds and the *other* facets' filters, the `facet_size` most frequent values (ties by
+    value), each marked selected when the request selects it."""
+    facets = {}
+    for facet in request.facets:
+        counter: Counter[str] = Counter()
+        for record in records:
+            if in_year_bounds(record, request) and passes_filters(record, request, skip=facet):
+                counter.update(facet_values(record, facet))
+        ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+        selected = set(request.selected(facet))
+        facets[facet] = [
+            (value, count, value in selected) for value, count in ranked[: request.facet_size]
+        ]
+    return facets
+
+
+def answered_facets(result: SearchResult) -> dict[str, list[tuple[str, int, bool]]]:
+    """An engine's facet counts in the model's form."""
+    return {
+        facet: [(value.value, value.count, value.selected) for value in values]
+        for facet, values in result.facets.items()
+    }
+
+
+def hit_ids(result: SearchResult) -> list[str]:
+    return [hit.record.id for hit in result.hits]
+
+
+def counts(result: SearchResult, facet: str) -> dict[str, int]:
+    return {value.value: value.count for value in result.facets[facet]}
