@@ -7,6 +7,7 @@ that writes builds its own index, e.g. with tests.support.build_index on `tmp_pa
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,18 @@ def seed_records():
     for record in read_records([SEEDS_DIR]):
         dedupe.add(record)
     return tuple(dedupe.records())
+
+
+@pytest.fixture(scope="session")
+def seed_vocabulary(seed_records) -> list[str]:
+    """The 40 commonest title words of the seed corpus (letters only, over 3 letters)."""
+    words = Counter(
+        word.lower()
+        for record in seed_records
+        for word in record.title.split()
+        if word.isalpha() and len(word) > 3
+    )
+    return [word for word, _ in words.most_common(40)]
 
 
 @pytest.fixture(scope="session")

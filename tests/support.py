@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from html.parser import HTMLParser
 
 from searchsvc.backends import open_backend
 from searchsvc.records import Record
@@ -115,3 +116,37 @@ def multi_block_records(count: int = 300, start: int = 0) -> list[Record]:
         )
         for n in range(start, start + count)
     ]
+
+
+class _MarkedWords(HTMLParser):
+    """Collects the text inside <mark> tags and every tag met (any other tag fails)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.marked: list[str] = []
+        self._open = 0
+
+    def handle_starttag(self, tag, attrs):
+        assert tag == "mark" and not attrs, (tag, attrs)
+        self.tags.append(tag)
+        self._open += 1
+
+    def handle_endtag(self, tag):
+        assert tag == "mark", tag
+        self.tags.append(f"/{tag}")
+        self._open -= 1
+
+    def handle_data(self, data):
+        if self._open:
+            self.marked.append(data)
+
+
+def marks(fragment: str) -> list[str]:
+    """The marked words of a highlight, after checking that it is escaped HTML whose only tags
+    are <mark> pairs."""
+    parser = _MarkedWords()
+    parser.feed(fragment)
+    parser.close()
+    assert parser.tags == ["mark", "/mark"] * (len(parser.tags) // 2)
+    return parser.marked

@@ -164,15 +164,7 @@ def test_the_python_api_loads_neither_flask_nor_whoosh():
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('flask', 'whoosh'))\n"
         "print(','.join(loaded))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=PACKAGE.parent,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_python(code)
     assert result.stdout.strip() == ""
 
 
@@ -184,6 +176,12 @@ def test_opening_a_whoosh_index_loads_whoosh_only_then(fixture_index):
         f"service = SearchService.open({fixture_index!r})\n"
         "print(service.search('learning').total, 'whoosh' in sys.modules, 'flask' in sys.modules)\n"
     )
+    result = run_python(code)
+    assert result.stdout.split() == ["2", "True", "False"]
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a fresh interpreter from the project root; fail on a non-zero exit."""
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -193,4 +191,4 @@ def test_opening_a_whoosh_index_loads_whoosh_only_then(fixture_index):
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["2", "True", "False"]
+    return result

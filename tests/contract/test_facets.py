@@ -159,17 +159,6 @@ def slow_facets(backend, request: SearchRequest):
     return expected_total(matches, request), expected_facets(matches, request)
 
 
-@pytest.fixture(scope="module")
-def seed_vocabulary(seed_records):
-    words = Counter(
-        word.lower()
-        for record in seed_records
-        for word in record.title.split()
-        if word.isalpha() and len(word) > 3
-    )
-    return [word for word, _ in words.most_common(40)]
-
-
 @settings(max_examples=examples(40), deadline=None)
 @given(data=st.data())
 def test_facet_counts_equal_plain_counting_over_the_matches(

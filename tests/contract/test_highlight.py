@@ -4,41 +4,9 @@ marked, negated words not, and the hostile record's markup never passed through.
 from __future__ import annotations
 
 from html import unescape
-from html.parser import HTMLParser
 
 from searchsvc.query import SearchRequest
-from tests.support import FIXTURE_RECORDS, HOSTILE_TITLE
-
-
-class _Tags(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[str] = []
-        self.marked: list[str] = []
-        self._open = 0
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        assert not attrs
-        self._open += 1
-
-    def handle_endtag(self, tag):
-        self.tags.append(f"/{tag}")
-        self._open -= 1
-
-    def handle_data(self, data):
-        if self._open:
-            self.marked.append(data)
-
-
-def marks(fragment: str) -> list[str]:
-    """The marked words of a highlight, after checking that it is well-formed, escaped HTML."""
-    parser = _Tags()
-    parser.feed(fragment)
-    parser.close()
-    assert set(parser.tags) <= {"mark", "/mark"}
-    assert parser.tags == ["mark", "/mark"] * (len(parser.tags) // 2)
-    return parser.marked
+from tests.support import FIXTURE_RECORDS, HOSTILE_TITLE, marks
 
 
 def plain(fragment: str) -> str:

@@ -73,17 +73,6 @@ def slow_search(backend, request):
     return sum(keep(record) for record in records), counted
 
 
-@pytest.fixture(scope="module")
-def seed_vocabulary(seed_records):
-    words = Counter(
-        word.lower()
-        for record in seed_records
-        for word in record.title.split()
-        if word.isalpha() and len(word) > 3
-    )
-    return [word for word, _ in words.most_common(40)]
-
-
 @settings(
     max_examples=examples(40),
     deadline=None,

@@ -4,7 +4,6 @@ titles, TeX math left unmarked, and its fast fragments held equal to Whoosh's ow
 from __future__ import annotations
 
 from html import unescape
-from html.parser import HTMLParser
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,38 +24,7 @@ from searchsvc.backends.whoosh.accel.highlight import (
     highlight_title,
 )
 from searchsvc.backends.whoosh.schema import text_analyzer
-from tests.support import examples
-
-
-class _Marked(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[str] = []
-        self.marked: list[str] = []
-        self._open = 0
-
-    def handle_starttag(self, tag, attrs):
-        assert tag == "mark" and not attrs
-        self.tags.append(tag)
-        self._open += 1
-
-    def handle_endtag(self, tag):
-        assert tag == "mark"
-        self.tags.append(f"/{tag}")
-        self._open -= 1
-
-    def handle_data(self, data):
-        if self._open:
-            self.marked.append(data)
-
-
-def marks(fragment: str) -> list[str]:
-    """The marked words of a highlight, after checking that its only tags are <mark> pairs."""
-    parser = _Marked()
-    parser.feed(fragment)
-    parser.close()
-    assert parser.tags == ["mark", "/mark"] * (len(parser.tags) // 2)
-    return parser.marked
+from tests.support import examples, marks
 
 
 def test_a_long_abstract_gives_fragments_with_ellipses_at_cut_edges():
