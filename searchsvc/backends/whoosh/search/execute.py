@@ -121,5 +121,10 @@ def _by_relevance(
     request: SearchRequest,
 ) -> list[tuple[int, float | None]]:
     allowed_docs = None if allowed is None else set(np.flatnonzero(allowed).tolist())
-    results = searcher.search(parsed.query, limit=start + request.per_page, filter=allowed_docs)
+    # No block-quality skipping: Whoosh's UnionMatcher.skip_to_quality can loop for ever over
+    # an OR of a name and a year under a NOT (`author:x OR year:2023 NOT year:..2021`), and the
+    # skipping saved little on the shapes that come here (phrases, NOT, ranges).
+    results = searcher.search(
+        parsed.query, limit=start + request.per_page, filter=allowed_docs, optimize=False
+    )
     return [(docnum, score) for score, docnum in results.top_n[start : start + request.per_page]]
