@@ -27,6 +27,7 @@ class Facet:
     # How a list of values is shown to people: most records first, or newest value first.
     order: Literal["count", "value_descending"]
     filter_help: str  # what a filter value selects (OpenAPI, CLI help)
+    display_rank: int  # where pages list the facet among the others (lowest first)
 
     def values_of(self, record: Record) -> tuple[str, ...]:
         """The record's values of this facet, as strings (the form facet values take)."""
@@ -69,6 +70,7 @@ FACETS: tuple[Facet, ...] = (
         multi_valued=True,
         order="count",
         filter_help="Only records by this author",
+        display_rank=2,
     ),
     Facet(
         name="year",
@@ -78,6 +80,7 @@ FACETS: tuple[Facet, ...] = (
         multi_valued=False,
         order="value_descending",
         filter_help="Only records of this year",
+        display_rank=1,
     ),
     Facet(
         name="category",
@@ -87,9 +90,12 @@ FACETS: tuple[Facet, ...] = (
         multi_valued=True,
         order="count",
         filter_help="Only records in this category",
+        display_rank=0,
     ),
 )
 FACET_NAMES: tuple[str, ...] = tuple(facet.name for facet in FACETS)
+# The facets in the order pages show them.
+DISPLAYED_FACETS: tuple[Facet, ...] = tuple(sorted(FACETS, key=lambda facet: facet.display_rank))
 _BY_NAME = {facet.name: facet for facet in FACETS}
 
 

@@ -175,7 +175,7 @@ def search_request_from(
         errors = exc.normalized_messages()
         name, messages = next(iter(errors.items()))
         raise InvalidRequest(
-            f"invalid parameter {name}: {_first(messages)}", parameter=name, errors=errors
+            f"invalid parameter {name}: {first_message(messages)}", parameter=name, errors=errors
         ) from None
 
 
@@ -223,7 +223,8 @@ def _values(params: QueryParams, key: str) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _first(messages: Any) -> str:
+def first_message(messages: Any) -> str:
+    """The first message of marshmallow's nested error messages."""
     while isinstance(messages, dict | list) and messages:
         messages = next(iter(messages.values())) if isinstance(messages, dict) else messages[0]
     return str(messages)

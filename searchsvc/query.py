@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from searchsvc.errors import InvalidRequest
+from searchsvc.errors import InvalidRequest, UnknownFacet
 from searchsvc.facets import FACET_NAMES, facet_named
 from searchsvc.querylang import QueryTree, parse_query
 from searchsvc.records import MAX_YEAR, MIN_YEAR, Record
@@ -49,8 +49,9 @@ class SearchRequest:
 
     def __post_init__(self) -> None:
         for name in ("facets", "fields"):
-            value = getattr(self, name)
-            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+            object.__setattr__(self, name, _strings(name, getattr(self, name)))
+        if not isinstance(self.highlight, bool):
+            raise InvalidRequest("highlight must be true or false", parameter="highlight")
         if not isinstance(self.q, str):
             raise InvalidRequest("q must be a string", parameter="q")
         if len(self.q) > MAX_QUERY_LENGTH:
@@ -131,6 +132,15 @@ _OPTIONS = frozenset(
 )
 
 
+def _strings(name: str, value: object) -> tuple[str, ...]:
+    """A name list given as one string or an iterable of them."""
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, Iterable):
+        raise InvalidRequest(f"{name} must be a list of names", parameter=name)
+    return tuple(value)
+
+
 def _checked_filters(
     filters: Mapping[str, Iterable[str | int] | str | int],
 ) -> dict[str, tuple[str | int, ...]]:
@@ -139,13 +149,14 @@ def _checked_filters(
         raise InvalidRequest("filters must map facet names to values", parameter="filters")
     checked: dict[str, tuple[str | int, ...]] = {}
     for name, values in filters.items():
-        if name not in FACET_NAMES:
+        try:
+            facet = facet_named(name)
+        except UnknownFacet:
             raise InvalidRequest(
                 f"unknown filter {name!r}: filters are {', '.join(FACET_NAMES)}", parameter=name
-            )
-        facet = facet_named(name)
-        if isinstance(values, str | int):
-            values = (values,)
+            ) from None
+        if isinstance(values, str | int) or not isinstance(values, Iterable):
+            values = (values,)  # one value; filter_value refuses what is not one
         selected = tuple(dict.fromkeys(facet.filter_value(value) for value in values))
         if len(selected) > MAX_FILTER_VALUES:
             raise InvalidRequest(f"at most {MAX_FILTER_VALUES} values of {name}", parameter=name)
@@ -161,6 +172,22 @@ def _check_choice(name: str, value: object, choices: tuple[str, ...], allow_none
         raise InvalidRequest(
             f"{name} must be one of {', '.join(choices)}", parameter=name, value=str(value)
         )
+
+
+def check_text(name: str, value: object, *, empty: bool = True) -> str:
+    """`value` if it is a string (non-empty unless `empty`), else InvalidRequest naming it."""
+    if not isinstance(value, str) or (not empty and not value):
+        raise InvalidRequest(
+            f"{name} must be a{'' if empty else ' non-empty'} string", parameter=name
+        )
+    return value
+
+
+def check_int(name: str, value: object, low: int, high: int) -> int:
+    """`value` if it is an integer from `low` to `high`, else InvalidRequest naming it."""
+    _check_int(name, value, low, high)
+    assert isinstance(value, int)
+    return value
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> None:

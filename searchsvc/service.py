@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from searchsvc.backends import SearchBackend, WriteResult, open_backend
-from searchsvc.facets import FACET_NAMES, facet_named
+from searchsvc.facets import FACET_NAMES
 from searchsvc.query import (
     DEFAULT_FACET_SIZE,
     DEFAULT_PER_PAGE,
@@ -25,20 +25,19 @@ from searchsvc.query import (
     SearchRequest,
     SearchResult,
     Suggestions,
+    check_int,
+    check_text,
 )
 from searchsvc.records import Record
 
 DEFAULT_LIMIT = 10
 DEFAULT_AUTHOR_PER_PAGE = 20
 STATS_TOP = 10
+MAX_STATS_TOP = 1_000
 
 
 # A word no index holds, so that warm_up's search looks for a correction.
 _UNKNOWN_WORD = "qzxjqvkw"
-
-
-def _as_tuple(values: Iterable[str | int] | str | int) -> tuple[str | int, ...]:
-    return (values,) if isinstance(values, str | int) else tuple(values)
 
 
 class SearchService:
@@ -77,18 +76,18 @@ class SearchService:
         Filters are keywords named after the facets: `author=[...]`, `category="cs.DC"`,
         `year=2021` (OR within a facet, AND across facets).
         """
-        request = SearchRequest(
-            q=q,
-            filters={name: _as_tuple(values) for name, values in filters.items()},
+        request = SearchRequest.from_params(
+            q,
+            **filters,
             year_from=year_from,
             year_to=year_to,
             sort=sort,
             page=page,
             per_page=per_page,
-            facets=tuple(facets),
+            facets=facets,
             facet_size=facet_size,
             highlight=highlight,
-            fields=tuple(fields),
+            fields=fields,
         )
         return self.search_request(request)
 
@@ -98,33 +97,33 @@ class SearchService:
 
     def get(self, record_id: str) -> Record:
         """The record with this id; raises RecordNotFound."""
-        return self.backend.get(record_id)
+        return self.backend.get(check_text("id", record_id, empty=False))
 
     def similar(self, record_id: str, limit: int = DEFAULT_LIMIT) -> tuple[Hit, ...]:
         """Records like this one (more-like-this on its text); raises RecordNotFound."""
-        return self.backend.similar(record_id, limit)
+        return self.backend.similar(check_text("id", record_id, empty=False), limit)
 
     def suggest(self, prefix: str, limit: int = DEFAULT_LIMIT) -> Suggestions:
         """Autocomplete: titles and author names starting with `prefix`."""
-        return self.backend.suggest(prefix, limit)
+        return self.backend.suggest(check_text("prefix", prefix), limit)
 
     def facet_values(
         self, facet: str, prefix: str = "", limit: int = DEFAULT_LIMIT
     ) -> tuple[FacetValue, ...]:
         """The most frequent values of a facet, optionally only those starting with `prefix`;
         UnknownFacet for a name that is not a facet."""
-        facet_named(facet)
-        return self.backend.facet_values(facet, prefix, limit)
+        return self.backend.facet_values(facet, check_text("prefix", prefix), limit)
 
     def author(
         self, name: str, page: int = 1, per_page: int = DEFAULT_AUTHOR_PER_PAGE
     ) -> AuthorView:
         """An author's records (newest first, paged) with counts per year/category, coauthors."""
-        return self.backend.author(name, page, per_page)
+        return self.backend.author(check_text("name", name, empty=False), page, per_page)
 
     def stats(self, top: int = STATS_TOP) -> IndexStats:
         """Document count, the `top` values of each facet, cardinalities and build time
         (computed once per index version for the default `top`)."""
+        check_int("top", top, 1, MAX_STATS_TOP)
         if top != STATS_TOP:
             return self.backend.stats(top)
         version = self.backend.version()
@@ -156,8 +155,9 @@ class SearchService:
         """Add or replace records by id, visible to searches when this returns."""
         return self.backend.upsert(records)
 
-    def delete(self, record_ids: Iterable[str]) -> WriteResult:
-        """Delete records by id (ids not indexed are ignored), visible when this returns."""
+    def delete(self, record_ids: Iterable[str] | str) -> WriteResult:
+        """Delete records by id, one or many (ids not indexed are ignored), visible when this
+        returns."""
         return self.backend.delete(record_ids)
 
     def close(self) -> None:

@@ -62,7 +62,7 @@ def test_errors_are_one_line_and_exit_1(run, tmp_path):
     assert result.exit_code == 1
     assert result.output.strip().startswith("error: year:abc is not a year")
     result = run("x", "--per-page", "1000")
-    assert result.exit_code == 1 and "per_page" in result.output
+    assert result.exit_code == 1 and "--per-page" in result.output
     missing = CliRunner().invoke(main, ["search", "x", "--index-dir", str(tmp_path / "none")])
     assert missing.exit_code == 1 and missing.output.startswith("error: no index")
 
@@ -130,21 +130,21 @@ def test_a_malformed_query_is_refused_before_the_index_is_opened(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("args", "parameter"),
+    ("args", "option"),
     [
-        (["--year", "abc"], "year"),
-        (["--year", "99"], "year"),
-        (["--from", "2023", "--to", "2021"], "year_from"),
-        (["--page", "0"], "page"),
-        (["--per-page", "two"], "per_page"),
-        (["--author", ""], "author"),
+        (["--year", "abc"], "--year"),
+        (["--year", "99"], "--year"),
+        (["--from", "2023", "--to", "2021"], "--from"),
+        (["--page", "0"], "--page"),
+        (["--per-page", "two"], "--per-page"),
+        (["--author", ""], "--author"),
     ],
 )
-def test_a_bad_option_is_a_one_line_error_naming_its_parameter(run, args, parameter):
+def test_a_bad_option_is_a_one_line_error_naming_the_option(run, args, option):
     result = run("learning", *args)
     assert result.exit_code == 1
     (line,) = result.stderr.splitlines()
-    assert line.startswith(f"error: invalid parameter {parameter}: ")
+    assert line.startswith(f"error: invalid {option}: ")
 
 
 def test_the_index_option_takes_a_location(fixture_index, tmp_path):
@@ -177,3 +177,18 @@ def test_repeated_facet_options_are_or_within_a_facet(run):
     data = json.loads(result.output)
     assert {hit["id"] for hit in data["hits"]} == {"2101.00003", "0704.0001"}
     assert data["query"]["category"] == ["cs.NI", "hep-ph"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--from", "abc"), "error: invalid --from: Not a valid integer."),
+        (("--to", "x"), "error: invalid --to: Not a valid integer."),
+        (("--per-page", "0"), "error: invalid --per-page:"),
+        (("--year", "1"), "error: invalid --year:"),
+    ],
+)
+def test_a_bad_option_is_named_as_the_option(run, options, message):
+    result = run("learning", *options)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(message)

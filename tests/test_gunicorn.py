@@ -182,3 +182,26 @@ def test_every_access_line_is_written_by_the_time_the_server_stops(own_server):
     unlogged = [n for n in range(70) if not any(f"/no-such-{n} " in line for line in lines)]
     assert unlogged == []
     assert sum('"GET /healthz HTTP/1.1" 200' in line for line in lines) == 8
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        (
+            "SEARCHSVC_INDEX",
+            "nosuch://host/index",
+            "error: unknown index location scheme nosuch://",
+        ),
+        ("SEARCHSVC_GZIP_LEVEL", "9", "error: SEARCHSVC_GZIP_LEVEL=9: expected 0 to 3"),
+    ],
+)
+def test_a_bad_setting_stops_gunicorn_at_start_with_one_line(tmp_path, variable, value, message):
+    env = {**os.environ, variable: value, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
+    command = [str(GUNICORN), "--config", "python:searchsvc.serving.gunicorn_conf"]
+    command += ["--bind", f"127.0.0.1:{free_port()}", "wsgi:app"]
+    result = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr and "Worker failed to boot" not in result.stderr

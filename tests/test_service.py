@@ -239,3 +239,37 @@ def test_the_service_is_importable_from_the_package():
     import searchsvc
 
     assert searchsvc.SearchService is SearchService
+
+
+@pytest.mark.parametrize(
+    ("call", "parameter"),
+    [
+        (lambda s: s.search("x", highlight="no"), "highlight"),
+        (lambda s: s.search("x", author=None), "author"),
+        (lambda s: s.search("x", year=2023.0), "year"),
+        (lambda s: s.search("x", facets=None), "facets"),
+        (lambda s: s.get(None), "id"),
+        (lambda s: s.get(""), "id"),
+        (lambda s: s.similar(None), "id"),
+        (lambda s: s.suggest(None), "prefix"),
+        (lambda s: s.facet_values("year", None), "prefix"),
+        (lambda s: s.author(None), "name"),
+        (lambda s: s.stats(top=0), "top"),
+        (lambda s: s.stats(top="a"), "top"),
+        (lambda s: s.upsert([None]), "records"),
+        (lambda s: s.upsert(FIXTURE_RECORDS[0]), "records"),
+        (lambda s: s.delete([None]), "id"),
+        (lambda s: s.delete(7), "ids"),
+    ],
+)
+def test_a_bad_argument_is_an_invalid_request_naming_it(service, call, parameter):
+    with pytest.raises(InvalidRequest) as caught:
+        call(service)
+    assert caught.value.details["parameter"] == parameter
+
+
+def test_delete_takes_one_id_as_well_as_many(tmp_path):
+    with SearchService.open(build_index(tmp_path / "index")) as service:
+        assert service.delete(FIXTURE_RECORDS[0].id).deleted == 1
+        assert service.delete([FIXTURE_RECORDS[1].id, FIXTURE_RECORDS[2].id]).deleted == 2
+        assert service.search().total == len(FIXTURE_RECORDS) - 3

@@ -24,6 +24,7 @@ from searchsvc.errors import (
     SearchsvcError,
     UnknownFacet,
 )
+from searchsvc.params import first_message
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ class SearchApi(Api):
             # Raised by the request schemas (webargs): {location: {parameter: [messages]}}.
             errors = _flatten_locations(data["messages"])
             name, messages = next(iter(errors.items()))
-            message = f"invalid parameter {name}: {_first(messages)}"
+            message = f"invalid parameter {name}: {first_message(messages)}"
             response = error_response(400, InvalidRequest.code, message, {"errors": errors})
         else:
             message = data.get("message") or error.description or error.name
@@ -140,12 +141,6 @@ def _flatten_locations(messages: dict[str, Any]) -> dict[str, Any]:
     for per_location in messages.values():
         flat.update(per_location)
     return flat or {"_schema": ["invalid request"]}
-
-
-def _first(messages: Any) -> str:
-    while isinstance(messages, dict | list) and messages:
-        messages = next(iter(messages.values())) if isinstance(messages, dict) else messages[0]
-    return str(messages)
 
 
 def init_app(app: Flask) -> None:

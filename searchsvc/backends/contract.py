@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from searchsvc.errors import InvalidRequest
 from searchsvc.query import (
     AuthorView,
     FacetValue,
@@ -21,6 +22,7 @@ from searchsvc.query import (
     SearchRequest,
     SearchResult,
     Suggestions,
+    check_text,
 )
 from searchsvc.records import Record
 
@@ -140,17 +142,43 @@ class SearchBackend(abc.ABC):
     # -- conveniences over the contract ------------------------------------------------------
     def upsert(self, records: Iterable[Record]) -> WriteResult:
         """Add or replace records by id (the last of equal ids wins)."""
-        return self.write(upserts=unique_by_id(records))
+        return self.write(upserts=unique_by_id(checked_records(records)))
 
-    def delete(self, record_ids: Iterable[str]) -> WriteResult:
-        """Delete records by id; ids not indexed are ignored."""
-        return self.write(deletes=tuple(dict.fromkeys(record_ids)))
+    def delete(self, record_ids: Iterable[str] | str) -> WriteResult:
+        """Delete records by id (one id, or many); ids not indexed are ignored."""
+        return self.write(deletes=checked_ids(record_ids))
 
     def __enter__(self) -> SearchBackend:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def checked_records(records: Iterable[Record]) -> list[Record]:
+    """The records as a list; InvalidRequest for anything that is not a Record."""
+    if isinstance(records, Record) or not isinstance(records, Iterable):
+        raise InvalidRequest("records must be a list of Record", parameter="records")
+    listed = list(records)
+    for position, record in enumerate(listed):
+        if not isinstance(record, Record):
+            raise InvalidRequest(
+                f"record {position} is a {type(record).__name__}, not a Record",
+                parameter="records",
+            )
+    return listed
+
+
+def checked_ids(record_ids: Iterable[str] | str) -> tuple[str, ...]:
+    """Distinct record ids, one id or many; InvalidRequest for one that is not a string."""
+    if isinstance(record_ids, str):
+        record_ids = (record_ids,)
+    if not isinstance(record_ids, Iterable):
+        raise InvalidRequest("ids must be a list of strings", parameter="ids")
+    ids = tuple(dict.fromkeys(record_ids))
+    for record_id in ids:
+        check_text("id", record_id, empty=False)
+    return ids
 
 
 def unique_by_id(records: Iterable[Record]) -> list[Record]:

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from searchsvc.cli.common import index_option, reports_errors
+from searchsvc.errors import InvalidRequest
 from searchsvc.facets import FACETS
 from searchsvc.params import search_request_from
 from searchsvc.query import DEFAULT_PER_PAGE, SORTS, SearchResult
@@ -74,13 +75,28 @@ def search(
         "page": page,
         "per_page": per_page,
     }
-    request = search_request_from(params)
+    try:
+        request = search_request_from(params)
+    except InvalidRequest as exc:
+        raise _for_the_command_line(exc) from exc
     with SearchService.open(index) as service:
         result = service.search_request(request)
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
         click.echo(render(result), nl=False)
+
+
+# The translator names the API's parameters; the command line has options.
+_OPTION_OF = {"year_from": "--from", "year_to": "--to", "per_page": "--per-page", "q": "QUERY"}
+
+
+def _for_the_command_line(error: InvalidRequest) -> InvalidRequest:
+    """The translator's error, naming the option rather than the API parameter."""
+    parameter = str(error.details.get("parameter") or "")
+    option = _OPTION_OF.get(parameter, f"--{parameter}")
+    message = error.message.replace(f"invalid parameter {parameter}:", f"invalid {option}:", 1)
+    return InvalidRequest(message, **error.details)
 
 
 def render(result: SearchResult) -> str:

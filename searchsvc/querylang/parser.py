@@ -23,7 +23,8 @@ after it (`title:`, `title: x`); a year that is not a year or a range that ends 
 letters for the engine to search.
 
 `NOT` inside an OR group excludes from the whole group: `a b NOT c` is (a OR b) without c, and a
-group of negations alone (`NOT c`) is every record without c.
+group of negations alone (`NOT c`) is every record without c. In parentheses a NOT is an operand
+of its own: `(NOT a) OR b` is every record without a, and those with b.
 """
 
 from __future__ import annotations
@@ -183,6 +184,10 @@ class _Parser:
         if inner is None or closing is None:
             raise query_error("this ( is never closed", opening.start)
         self.position += 1
+        if isinstance(inner, Not):
+            # A parenthesised NOT is an operand of its own, every record without its child:
+            # `(NOT a) OR b` keeps a's absentees and adds b, where `NOT a OR b` excludes a.
+            inner = And((MatchAll(), inner))
         return _boosted(inner, closing.boost)
 
     def _phrase(self, token: Token, field: str | None) -> Node:
@@ -217,10 +222,10 @@ class _Parser:
 
     def _word(self, token: Token, field: str | None) -> Node:
         start = token.start
-        if token.text == "*:*" and field is None:
-            return MatchAll(start, token.end)
         body, fuzz, boost = _suffixes(token.text, start)
         end = start + len(body)
+        if body == "*:*" and field is None and fuzz is None:
+            return MatchAll(start, end)  # a boost changes nothing: every record scores alike
         if field == YEAR_FIELD:
             if body.startswith(("[", "{")):
                 raise query_error(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -67,10 +68,26 @@ METRICS_DIR = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 
 
 def on_starting(server) -> None:
-    """Start from empty metrics: files left by an earlier run would be counted again."""
+    """Check the settings, then start from empty metrics (files left by an earlier run would be
+    counted again)."""
+    _exit_on_bad_settings()
     METRICS_DIR.mkdir(parents=True, exist_ok=True)
     for stale in METRICS_DIR.glob("*.db"):
         stale.unlink()
+
+
+def _exit_on_bad_settings() -> None:
+    # Checked once in the master: each worker would otherwise fail to boot with a traceback of
+    # its own (an unknown index location, a malformed SEARCHSVC_* value) before gunicorn gives up.
+    from searchsvc import config
+    from searchsvc.errors import SearchsvcError
+
+    try:
+        config.load()
+    except SearchsvcError as exc:
+        sys.exit(f"error: {exc.message}")
+    except ValueError as exc:
+        sys.exit(f"error: {exc}")
 
 
 def post_worker_init(worker) -> None:

@@ -92,10 +92,9 @@ def _optional_integer(args: MultiDict[str, str], name: str) -> int | None:
 
 
 def _integer(name: str, text: str) -> int:
-    what, example = "The page number", "2"
     if not _INTEGER.fullmatch(text):
         raise InvalidRequest(
-            f"{what} must be a whole number, such as {example} — not “{text[:40]}”",
+            f"The page number must be a whole number, such as 2 — not “{text[:40]}”",
             parameter=name,
             value=text,
         )
@@ -123,10 +122,6 @@ class SearchLinks:
 
     def page(self, number: int) -> str:
         return search_href(query_pairs(self.request, page=number))
-
-    def sorted_by(self, sort: str) -> str:
-        pairs = [p for p in query_pairs(self.request, page=1) if p[0] != "sort"]
-        return search_href([*pairs, ("sort", sort)])
 
     def with_query(self, q: str) -> str:
         pairs = [p for p in query_pairs(self.request, page=1) if p[0] != "q"]

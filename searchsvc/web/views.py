@@ -10,7 +10,7 @@ from markupsafe import Markup, escape
 
 from searchsvc.errors import InvalidRequest, QueryError, RecordNotFound
 from searchsvc.extension import get_service
-from searchsvc.facets import facet_named
+from searchsvc.facets import DISPLAYED_FACETS
 from searchsvc.query import SORTS, Hit, SearchRequest, SearchResult
 from searchsvc.records import Record
 from searchsvc.web.bibtex import to_bibtex
@@ -33,8 +33,6 @@ SORT_LABELS = {
 }
 HIGHLIGHTED_FIELDS = ("title", "abstract")
 _MARK_TAG = re.compile(r"</?mark>")
-# The sidebar's order of the facets.
-SIDEBAR_FACETS = ("category", "year", "author")
 # Values shown before the rest of a facet folds into a "more" disclosure.
 FACET_VISIBLE = 8
 
@@ -98,7 +96,7 @@ def _search_page(
 def _facet_groups(result: SearchResult) -> list[FacetGroup]:
     """Sidebar checkboxes per facet; a selected value is always shown, even outside the top N."""
     groups = []
-    for facet in (facet_named(name) for name in SIDEBAR_FACETS):
+    for facet in DISPLAYED_FACETS:
         selected = set(result.request.selected(facet.name))
         options = [
             FacetOption(v.value, v.count, v.selected or v.value in selected)

@@ -15,7 +15,7 @@ from searchsvc.errors import QueryError
 from searchsvc.query import SearchRequest
 from searchsvc.querylang.limits import MAX_QUERY_WORDS
 from searchsvc.records import Record
-from tests.support import examples
+from tests.support import FIXTURE_RECORDS, examples
 
 NEWEST = ["2301.00001", "2201.00002", "2101.00003", "seed-hostile0001", "0704.0001"]
 
@@ -364,3 +364,27 @@ def test_an_or_of_a_name_and_a_year_under_a_not_answers(seed_backend, seed_recor
     else:
         expected = {r.id for r in seed_records if r.id in by_akella | of_2023 and r.year > 2021}
         assert answered[0].total == len(expected) and found <= expected
+
+
+def test_a_boosted_match_all_is_every_record(fixture_backend):
+    for text in ("*:*^2", "*^2", "*:*"):
+        assert fixture_backend.search(SearchRequest(q=text)).total == len(FIXTURE_RECORDS), text
+
+
+def test_a_zero_boost_still_matches(fixture_backend):
+    result = fixture_backend.search(SearchRequest(q='"learned caches"^0 OR congestion', per_page=1))
+    assert result.total == 2
+
+
+def test_a_parenthesised_not_is_an_operand_of_its_own(fixture_backend):
+    def found(text):
+        result = fixture_backend.search(SearchRequest(q=text, per_page=100))
+        return {hit.record.id for hit in result.hits}
+
+    everything = {record.id for record in FIXTURE_RECORDS}
+    with_learning = found("learning")
+    with_caches = found("caches")
+    assert found("(NOT learning) OR caches") == (everything - with_learning) | with_caches
+    assert found("caches OR (NOT learning)") == (everything - with_learning) | with_caches
+    assert found("NOT learning OR caches") == with_caches - with_learning
+    assert found("(NOT learning)") == everything - with_learning

@@ -104,3 +104,8 @@ def test_a_limit_out_of_range_is_invalid(fixture_backend):
         fixture_backend.facet_values("author", limit=0)
     with pytest.raises(InvalidRequest):
         fixture_backend.facet_values("author", limit=101)
+
+
+def test_a_number_gets_no_correction(seed_backend):
+    for text in ("2023", "1999", "42"):
+        assert seed_backend.search(SearchRequest(q=text)).suggestion is None, text

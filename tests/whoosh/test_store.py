@@ -110,3 +110,43 @@ def test_schema_pickles_with_its_stemmer_for_worker_processes():
 
     tokens = [t.text for t in schema["content"].analyzer("Scheduling clusters at Balázs")]
     assert tokens == ["schedul", "cluster", "balaz"]
+
+
+def test_a_build_that_fails_to_go_live_leaves_no_generation_behind(tmp_path, monkeypatch):
+    from searchsvc.backends.whoosh import store
+
+    directory = IndexDirectory(build_index(tmp_path / "index"))
+    live = directory.live_name()
+    before = sorted(path.name for path in directory.root.iterdir())
+    real = store._write_atomically
+
+    def fail_on_current(path, content):
+        if path.name == CURRENT:
+            raise OSError("disk full")
+        real(path, content)
+
+    monkeypatch.setattr(store, "_write_atomically", fail_on_current)
+    with pytest.raises(OSError), directory.build():
+        pass
+
+    assert directory.live_name() == live
+    assert sorted(path.name for path in directory.root.iterdir()) == before
+
+
+def test_a_failed_update_leaves_no_segment_files_in_the_live_generation(tmp_path):
+    from dataclasses import replace
+
+    from searchsvc.backends import open_backend
+
+    location = build_index(tmp_path / "index")
+    directory = IndexDirectory(location)
+    live = directory.live_path()
+    files = sorted(path.name for path in live.iterdir())
+    broken = replace(FIXTURE_RECORDS[0], id="broken")
+    object.__setattr__(broken, "title", None)  # fails when the writer reads it
+
+    with open_backend(location) as backend:
+        with pytest.raises(AttributeError):
+            backend.write(upserts=[FIXTURE_RECORDS[1], broken])
+        assert sorted(path.name for path in live.iterdir()) == files
+        assert len(list(backend.records())) == len(FIXTURE_RECORDS)

@@ -5,8 +5,8 @@ stop | stem), and a field is analysed again for every use: the writer runs the c
 abstract, content and the spelling words of the same text, the highlighter once more per hit.
 Here a raw word's fate (stopped, or its folded word and stem) is worked out once and cached,
 and one regex pass yields everything those uses need. The results are identical to the schema's
-analyzers (`schema.text_analyzer`, `schema.name_analyzer`); tests/test_analysis.py checks that
-with random text against Whoosh itself.
+analyzers (`schema.text_analyzer`, `schema.name_analyzer`); tests/whoosh/test_analysis.py checks
+that with random text against Whoosh itself.
 """
 
 from __future__ import annotations

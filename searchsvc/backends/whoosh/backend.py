@@ -29,9 +29,10 @@ from searchsvc.backends.whoosh.search.searcher import REFRESH_INTERVAL, Searcher
 from searchsvc.backends.whoosh.search.stats import index_stats
 from searchsvc.backends.whoosh.search.suggest import autocomplete, facet_values
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.errors import InvalidRequest, RecordNotFound
+from searchsvc.errors import RecordNotFound
 from searchsvc.facets import facet_named
 from searchsvc.query import (
+    MAX_FACET_SIZE,
     MAX_PER_PAGE,
     AuthorView,
     FacetValue,
@@ -40,6 +41,7 @@ from searchsvc.query import (
     SearchRequest,
     SearchResult,
     Suggestions,
+    check_int,
 )
 from searchsvc.records import Record
 
@@ -107,7 +109,7 @@ class WhooshBackend(SearchBackend):
 
     def facet_values(self, facet: str, prefix: str = "", limit: int = 10) -> tuple[FacetValue, ...]:
         facet_named(facet)
-        limit = _check_limit(limit)
+        limit = _check_limit(limit, MAX_FACET_SIZE)
         with self._searchers.view() as view:
             return facet_values(view.facets, facet, prefix, limit)
 
@@ -130,8 +132,8 @@ class WhooshBackend(SearchBackend):
     # -- write side --------------------------------------------------------------------------
     def check_writable(self) -> None:
         # Taking the lock for a moment fails a second writer at once (BuildInProgress), before
-        # it reads any input. (No directory yet: nobody can hold its lock, and a write that then
-        # fails on its input leaves no empty directory behind.)
+        # it reads any input. (No directory yet: nobody can hold its lock, and none is made
+        # here, so a write that then fails on its input leaves no directory behind.)
         if self.directory.root.exists():
             with self.directory.lock():
                 pass
@@ -202,13 +204,6 @@ class WhooshBackend(SearchBackend):
     def close(self) -> None:
         self._searchers.close()
 
-    def __enter__(self) -> WhooshBackend:
-        return self
 
-
-def _check_limit(limit: int) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PER_PAGE:
-        raise InvalidRequest(
-            f"limit must be an integer from 1 to {MAX_PER_PAGE}", parameter="limit"
-        )
-    return limit
+def _check_limit(limit: int, maximum: int = MAX_PER_PAGE) -> int:
+    return check_int("limit", limit, 1, maximum)

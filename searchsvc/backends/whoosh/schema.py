@@ -15,8 +15,8 @@ from whoosh.support.charset import accent_map
 
 # Bump when the schema or analysis changes in a way that needs a rebuild.
 SCHEMA_VERSION = 2
-# The fields a query may search (queries.py parses against these alone), so the only fields whose
-# posting lists ranking reads: posting_arrays.py saves theirs.
+# The fields a query may search (queries/ compiles against these alone), so the only fields whose
+# posting lists ranking reads: accel/posting_arrays_file.py saves theirs.
 QUERY_FIELDS = ("title", "abstract", "content", "author_names", "category", "year")
 
 _ENGLISH = Stemmer.Stemmer("english")

@@ -4,9 +4,10 @@ Layout of an index directory::
 
     CURRENT             one line: the name of the live generation (replaced with os.replace)
     gen-<stamp>-<pid>/  a complete Whoosh index plus searchsvc.json (build metadata),
-                        facets.npz (the facet arrays of its latest state, see facet_arrays.py),
-                        lexicons.npz (its spelling and title terms, lexicon_files.py)
-                        and a MAIN_<segment>.postarrays per segment (posting_arrays.py)
+                        facets.npz (the facet arrays of its latest state,
+                        accel/facet_table_file.py),
+                        lexicons.npz (its spelling and title terms, accel/lexicon_file.py)
+                        and a MAIN_<segment>.postarrays per segment (accel/posting_arrays_file.py)
     build-<stamp>-<pid>/  a build in progress; never read; removed on failure or by the next build
     .lock               fcntl lock held by the one process building or updating
 
@@ -140,6 +141,7 @@ class IndexDirectory:
             self._remove_orphan_builds()
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
             build_dir = self.root / f"{BUILD_PREFIX}{stamp}-{os.getpid()}"
+            generation = build_dir.with_name(f"{GENERATION_PREFIX}{stamp}-{os.getpid()}")
             build_dir.mkdir()
             try:
                 index = whoosh_index.create_in(str(build_dir), build_schema())
@@ -150,11 +152,12 @@ class IndexDirectory:
                 metadata.setdefault("built_at", datetime.now(UTC).isoformat())
                 metadata["schema_version"] = SCHEMA_VERSION
                 _write_atomically(build_dir / METADATA, json.dumps(metadata, indent=2))
-                generation = build_dir.with_name(f"{GENERATION_PREFIX}{stamp}-{os.getpid()}")
                 os.rename(build_dir, generation)
                 _write_atomically(self.root / CURRENT, generation.name + "\n")
             except BaseException:
                 shutil.rmtree(build_dir, ignore_errors=True)
+                if self.live_name() != generation.name:  # renamed, but never made live
+                    shutil.rmtree(generation, ignore_errors=True)
                 raise
             self._remove_old_generations()
 
@@ -201,7 +204,7 @@ class IndexDirectory:
 def _save_state_files(index: Index, generation: Path) -> None:
     # Saved with the state they describe, so that a new process loads them instead of reading
     # every document (facet arrays) or every segment's term table (lexicons) on a user's
-    # request; facet_arrays.py and lexicon_files.py check that they still match.
+    # request; facet_table_file.py and lexicon_file.py check that they still match.
     with index.reader() as reader:
         for name, content_of in ((FACET_ARRAYS, facet_arrays_bytes), (LEXICONS, lexicons_bytes)):
             for leftover in generation.glob(f".{name}.*.tmp"):

@@ -1,11 +1,11 @@
 """BM25F ranking over posting arrays: Whoosh's scores and tie order without a call per match.
 
 `rank(arrays, reader, terms, ...)` scores every document a term query matches at once (numpy
-over the posting arrays of `postings.SnapshotArrays`), applies a filter mask, and selects one
-page of the top documents. The scores are those of Whoosh 2.7.4's `scoring.BM25F` to the last
-bit for each term (same idf, average length, decoded length byte, operation order); sums of
-several terms may differ from Whoosh's in the last bit, as Whoosh adds in its matcher tree's
-order. Ties are broken by document number, as Whoosh's collector does.
+over the posting arrays of `snapshot_postings.SnapshotArrays`), applies a filter mask, and
+selects one page of the top documents. The scores are those of Whoosh 2.7.4's `scoring.BM25F`
+to the last bit for each term (same idf, average length, decoded length byte, operation order);
+sums of several terms may differ from Whoosh's in the last bit, as Whoosh adds in its matcher
+tree's order. Ties are broken by document number, as Whoosh's collector does.
 
 Query shapes handled (`extract_terms` gives None for anything else; fall back to Whoosh):
 

@@ -3,8 +3,8 @@
 Whoosh's own `groupedby` scores and collects every match and (for a multi-valued KEYWORD field)
 rebuilds doc -> values on every search. Here the values of every document are read once per
 index snapshot into numpy arrays, and a facet count is one `np.bincount` over the entries of
-the matched documents. Builds and updates save the arrays beside the index (facet_arrays.py),
-so a new process loads them instead of reading every document again.
+the matched documents. Builds and updates save the arrays beside the index
+(facet_table_file.py), so a new process loads them instead of reading every document again.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The fragments are the ones Whoosh's `highlight()` picks with a `ContextFragmente
 `WholeFragmenter` for titles) and its `BasicFragmentScorer`, but computed from the one-pass word
 spans of analysis.py instead of Whoosh's Token stream: re-analysing each hit's abstract through
 Whoosh's filter chain was a large part of a faceted, highlighted search.
-tests/test_search_highlight.py checks the output against Whoosh's own `highlight()`.
+tests/whoosh/test_search_highlight.py checks the output against Whoosh's own `highlight()`.
 """
 
 from __future__ import annotations
@@ -144,9 +144,9 @@ def _context_fragments(text: str, terms: frozenset[str]) -> list[Fragment]:
     """ContextFragmenter(FRAGMENT_CHARS, FRAGMENT_CONTEXT), then the best ABSTRACT_FRAGMENTS.
 
     The fragments of Whoosh's `ContextFragmenter.fragment_tokens` (kept in step with it by
-    tests/test_search_highlight.py), without walking every word: outside a fragment, unmatched
-    words only fill a queue of context starts, so the walk jumps to the next matched word and
-    finds where its context begins by bisection.
+    tests/whoosh/test_search_highlight.py), without walking every word: outside a fragment,
+    unmatched words only fill a queue of context starts, so the walk jumps to the next matched
+    word and finds where its context begins by bisection.
     """
     words, starts, ends = word_bounds(text)
     hits = _hits(words, terms)

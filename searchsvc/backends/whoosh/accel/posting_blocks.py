@@ -1,9 +1,9 @@
 """Whoosh's posting blocks of one segment decoded into numpy arrays (document numbers, weights).
 
 This is the slow path of posting access: each block is a pickled header read through a Python
-file object, then zlib, then a pickle. `postings.SnapshotArrays` uses it for segments without a
-posting-arrays file (posting_arrays.py), and that file is written from it for segments Whoosh's
-own writer made (updates, merges, indexes built before the file existed).
+file object, then zlib, then a pickle. `snapshot_postings.SnapshotArrays` uses it for segments
+without a posting-arrays file (posting_arrays_file.py), and that file is written from it for
+segments Whoosh's own writer made (updates, merges, indexes built before the file existed).
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 `SnapshotArrays` belongs to one committed state of the index (the segments a reader sees, with
 their deletions). It gives, for a (field, term), the global document numbers and term weights of
 the live documents containing it (`Postings`), sliced from each segment's memory-mapped
-posting-arrays file (posting_arrays.py) or, for a segment without a sound one, decoded from
-Whoosh's posting blocks (posting_blocks.py) and then kept in a byte-bounded LRU; and for a
+posting-arrays file (posting_arrays_file.py) or, for a segment without a sound one, decoded
+from Whoosh's posting blocks (posting_blocks.py) and then kept in a byte-bounded LRU; and for a
 field, every document's length as the byte Whoosh stores (`length_bytes`, decoded with
-`LENGTH_OF_BYTE`) plus the collection statistics BM25F needs. `scoring.rank` scores queries
-over these arrays.
+`LENGTH_OF_BYTE`) plus the collection statistics BM25F needs. `array_scoring.rank` scores
+queries over these arrays.
 
 A reader of another state of the index (a rebuild, an update, a merge) has another
 `signature`: `arrays_for(reader)` then gives fresh arrays, so numbers never mix.

@@ -20,8 +20,8 @@
  * long to compress and twice as long to unpickle. Whoosh's reader unpickles either.
  * Blocks are compressed by a Python function the caller passes (segment_postings.py's).
  *
- * tests/test_native_postings.py holds this to the Python encoder's bytes on random fields, and
- * tests/test_fast_writer.py holds whole segments to what Whoosh's own writer makes of the same
+ * tests/whoosh/test_native_postings.py holds this to the Python encoder's bytes on random fields, and
+ * tests/whoosh/test_fast_writer.py holds whole segments to what Whoosh's own writer makes of the same
  * documents, read back through Whoosh.
  */
 #define PY_SSIZE_T_CLEAN

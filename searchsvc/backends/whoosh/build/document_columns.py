@@ -6,7 +6,7 @@ through a few method calls each, a Python cost paid per value. `DocumentColumns`
 same values as the documents arrive and, at the end, feeds each column's writer in one loop.
 The columns are created in the order Whoosh's writer would create them (the order each is
 first met, after the stored fields), so the segment's files come out the same
-(tests/test_fast_writer.py), but for the stored fields' compression: ISA-L's (python-isal) in
+(tests/whoosh/test_fast_writer.py), but for the stored fields' compression: ISA-L's (python-isal) in
 zlib's format, which Whoosh's reader decompresses with zlib as before, in much less time than
 zlib takes for the same size.
 """

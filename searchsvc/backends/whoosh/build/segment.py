@@ -12,7 +12,7 @@ into arrays the same way. Stored fields, field lengths and columns go to Whoosh'
 per-document writer, in bulk at the end (document_columns.py). The result is the segment Whoosh
 would write for the same documents, but for how posting blocks are pickled and compressed and
 stored fields compressed (segment_postings.py, document_columns.py), which Whoosh reads as its
-own (tests/test_fast_writer.py).
+own (tests/whoosh/test_fast_writer.py).
 """
 
 from __future__ import annotations
@@ -363,8 +363,8 @@ class SegmentBuilder:
 
         A whole-value ID field gives its value as the one term; a comma-separated keyword
         field (author lists, whose names are mostly new to the cache) its stripped parts with
-        their counts. Both as Whoosh's analysis and formats give them (tests/test_fast_writer.py
-        compares the postings, tests/test_analysis.py the items).
+        their counts. Both as Whoosh's analysis and formats give them (tests/whoosh/test_fast_writer.py
+        compares the postings, tests/whoosh/test_analysis.py the items).
         """
         kind = self._index_kinds.get(name)
         if kind is None:
@@ -402,7 +402,7 @@ class SegmentBuilder:
         segment.set_doc_count(self.doc_count)
         writer = SegmentPostingsWriter(self._storage, segment)
         # The postings pass through here in order anyway: saving them as flat arrays too
-        # (posting_arrays.py) costs little, and spares searches decoding Whoosh's blocks.
+        # (accel/posting_arrays_file.py) costs little, and spares searches decoding Whoosh's blocks.
         arrays = PostingArraysWriter()
         array_names = set(array_fields(self._schema))
         # Only fields with postings: Whoosh numbers a field in the term index when it meets

@@ -10,8 +10,8 @@ Whoosh builds each block one posting at a time through several method calls; her
 postings arrive as one list and each block is encoded with a few C-level calls. Where the C
 extension `_w3postings` was built, it encodes every field (positions, spelling, ID, keyword and
 numeric fields) and the term index's hash tables, and the build runs much faster; else
-the Python code here does; tests/test_native_postings.py holds the two to the same bytes.
-tests/test_fast_writer.py compares what Whoosh reads from these files with what it reads from
+the Python code here does; tests/whoosh/test_native_postings.py holds the two to the same bytes.
+tests/whoosh/test_fast_writer.py compares what Whoosh reads from these files with what it reads from
 its own writer's.
 """
 
@@ -107,7 +107,7 @@ class DocValues(NamedTuple):
 
 
 class FieldPostings(NamedTuple):
-    """A written field's postings as flat arrays, term by term (for posting_arrays.py)."""
+    """A written field's postings as flat arrays, term by term (for accel/posting_arrays_file.py)."""
 
     docs: np.ndarray  # int32
     weights: np.ndarray  # frequencies (int32) of positions fields, float64 weights of others

@@ -1,6 +1,6 @@
 """How records reach a Whoosh index: our segment builder for builds, Whoosh's writer for updates.
 
-A full build writes its segments with `segments.SegmentBuilder`, which produces the files
+A full build writes its segments with `segment.SegmentBuilder`, which produces the files
 Whoosh's own writer would for the same documents with far less CPU time (each text analysed
 once, postings encoded in bulk). Large inputs are split in contiguous shares, each built as its
 own segment by a forked worker process (the workers read the records the parent already holds,
@@ -228,32 +228,30 @@ def apply_changes(
         for record_id in deletes:
             writer.delete_by_term("id", record_id)
     except BaseException:
-        writer.cancel()
+        _cancel(writer, index)
         raise
-    _feed(writer, upserts, writer.update_document, on_added, on_commit)
+    _feed(writer, index, upserts, on_added, on_commit)
 
 
-def upsert_records(
-    index: Index,
-    records: Sequence[Record],
-    on_added: OnAdded | None = None,
-    on_commit: Callable[[], None] | None = None,
-) -> None:
-    """Replace the records whose id is already indexed, add the others, and commit."""
-    apply_changes(index, records, (), on_added, on_commit)
+def _cancel(writer: SegmentWriter, index: Index) -> None:
+    """Cancel a write and remove what it had written: `cancel()` leaves the files of its new
+    segment in the live generation until a later commit cleans them."""
+    writer.cancel()
+    toc = TOC.read(index.storage, index.indexname, schema=index.schema)
+    clean_files(index.storage, index.indexname, toc.generation, toc.segments)
 
 
 def _feed(
     writer: SegmentWriter,
+    index: Index,
     records: Sequence[Record],
-    write: Callable[..., None],
     on_added: OnAdded | None,
     on_commit: Callable[[], None] | None,
 ) -> None:
     try:
         pending = 0
         for record in records:
-            write(**to_document(record))
+            writer.update_document(**to_document(record))
             pending += 1
             if on_added and pending == _REPORT_EVERY:
                 on_added(pending)
@@ -264,7 +262,7 @@ def _feed(
             on_commit()
         writer.commit()
     except BaseException:
-        writer.cancel()
+        _cancel(writer, index)
         raise
 
 

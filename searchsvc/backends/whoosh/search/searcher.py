@@ -4,7 +4,8 @@ A `Snapshot` is one committed state of the live index: a generation directory (s
 rebuild through `CURRENT`) at one Whoosh TOC generation (bumped in place by an update). Every
 searcher of a snapshot sees the same documents under the same numbers, so per-document arrays
 (the `FacetTable`) are made once per snapshot and shared by all of its searchers; the facet
-arrays are loaded from the file the build or update saved for that state (facet_arrays.py).
+arrays are loaded from the file the build or update saved for that state
+(accel/facet_table_file.py).
 
 Whoosh searchers are not safe to share between threads (their open files keep a read position),
 so each call checks one out of the snapshot's pool and gives it back afterwards.
