@@ -150,3 +150,27 @@ def marks(fragment: str) -> list[str]:
     parser.close()
     assert parser.tags == ["mark", "/mark"] * (len(parser.tags) // 2)
     return parser.marked
+
+
+def draw_seed_request(data, records, vocabulary):
+    """A SearchRequest Hypothesis draws from a corpus: up to 3 of its words, up to 2 values of
+    each facet, and maybe year bounds; every facet counted (100 values), no highlights."""
+    from hypothesis import strategies as st
+
+    from searchsvc.query import SearchRequest
+
+    authors = sorted({a for r in records for a in r.authors})
+    categories = sorted({c for r in records for c in r.categories})
+    years = sorted({r.year for r in records if r.year})
+    words = data.draw(st.lists(st.sampled_from(vocabulary), max_size=3))
+    bounds = sorted(data.draw(st.lists(st.sampled_from(years), min_size=2, max_size=2)))
+    return SearchRequest.from_params(
+        q=" ".join(words),
+        author=tuple(data.draw(st.lists(st.sampled_from(authors), max_size=2))),
+        category=tuple(data.draw(st.lists(st.sampled_from(categories), max_size=2))),
+        year=tuple(data.draw(st.lists(st.sampled_from(years), max_size=2))),
+        year_from=data.draw(st.sampled_from([None, bounds[0]])),
+        year_to=data.draw(st.sampled_from([None, bounds[1]])),
+        facet_size=100,
+        highlight=False,
+    )

@@ -18,7 +18,7 @@ from tests.contract.reference import (
     expected_total,
     hit_ids,
 )
-from tests.support import FIXTURE_RECORDS, examples
+from tests.support import FIXTURE_RECORDS, draw_seed_request, examples
 
 
 def total(backend, **params) -> int:
@@ -164,21 +164,7 @@ def slow_facets(backend, request: SearchRequest):
 def test_facet_counts_equal_plain_counting_over_the_matches(
     seed_backend, seed_records, seed_vocabulary, data
 ):
-    authors = sorted({a for r in seed_records for a in r.authors})
-    categories = sorted({c for r in seed_records for c in r.categories})
-    years = sorted({r.year for r in seed_records if r.year})
-    words = data.draw(st.lists(st.sampled_from(seed_vocabulary), max_size=3))
-    bounds = sorted(data.draw(st.lists(st.sampled_from(years), min_size=2, max_size=2)))
-    request = SearchRequest.from_params(
-        q=" ".join(words),
-        author=tuple(data.draw(st.lists(st.sampled_from(authors), max_size=2))),
-        category=tuple(data.draw(st.lists(st.sampled_from(categories), max_size=2))),
-        year=tuple(data.draw(st.lists(st.sampled_from(years), max_size=2))),
-        year_from=data.draw(st.sampled_from([None, bounds[0]])),
-        year_to=data.draw(st.sampled_from([None, bounds[1]])),
-        facet_size=100,
-        highlight=False,
-    )
+    request = draw_seed_request(data, seed_records, seed_vocabulary)
     result = seed_backend.search(request)
     model_total, facets = slow_facets(seed_backend, request)
     assert result.total == model_total

@@ -18,7 +18,7 @@ from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.search.execute import compile_for
 from searchsvc.query import SearchRequest
 from searchsvc.texts import fold
-from tests.support import FIXTURE_RECORDS, examples
+from tests.support import FIXTURE_RECORDS, draw_seed_request, examples
 
 
 @pytest.fixture(scope="module")
@@ -82,19 +82,7 @@ def slow_search(backend, request):
 def test_facet_counts_equal_whooshs_full_search_counted_in_python(
     seed_whoosh, seed_records, seed_vocabulary, data
 ):
-    authors = sorted({a for r in seed_records for a in r.authors})
-    categories = sorted({c for r in seed_records for c in r.categories})
-    years = sorted({r.year for r in seed_records if r.year})
-    words = data.draw(st.lists(st.sampled_from(seed_vocabulary), max_size=3))
-    request = SearchRequest.from_params(
-        q=" ".join(words),
-        author=tuple(data.draw(st.lists(st.sampled_from(authors), max_size=2))),
-        category=tuple(data.draw(st.lists(st.sampled_from(categories), max_size=2))),
-        year=tuple(data.draw(st.lists(st.sampled_from(years), max_size=2))),
-        year_from=data.draw(st.none() | st.sampled_from(years)),
-        facet_size=100,
-        highlight=False,
-    )
+    request = draw_seed_request(data, seed_records, seed_vocabulary)
     result = seed_whoosh.search(request)
     total, counted = slow_search(seed_whoosh, request)
     assert result.total == total
