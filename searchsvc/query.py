@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -64,12 +64,12 @@ class SearchRequest:
             raise InvalidRequest("fields must name at least one field", parameter="fields")
         for name in self.fields:
             _check_choice("fields", name, SEARCH_FIELDS)
-        _check_int("page", self.page, 1, MAX_PAGE)
-        _check_int("per_page", self.per_page, 1, MAX_PER_PAGE)
-        _check_int("facet_size", self.facet_size, 1, MAX_FACET_SIZE)
+        check_int("page", self.page, 1, MAX_PAGE)
+        check_int("per_page", self.per_page, 1, MAX_PER_PAGE)
+        check_int("facet_size", self.facet_size, 1, MAX_FACET_SIZE)
         for name in ("year_from", "year_to"):
             if getattr(self, name) is not None:
-                _check_int(name, getattr(self, name), MIN_YEAR, MAX_YEAR)
+                check_int(name, getattr(self, name), MIN_YEAR, MAX_YEAR)
         if (
             self.year_from is not None
             and self.year_to is not None
@@ -126,10 +126,7 @@ class SearchRequest:
 
 
 # The keyword arguments a request takes besides `q` and the facets' filters.
-_OPTIONS = frozenset(
-    {"year_from", "year_to", "sort", "page", "per_page", "facets", "facet_size"}
-    | {"highlight", "fields"}
-)
+_OPTIONS = frozenset(f.name for f in fields(SearchRequest) if f.init) - {"q", "filters"}
 
 
 def _strings(name: str, value: object) -> tuple[str, ...]:
@@ -185,16 +182,11 @@ def check_text(name: str, value: object, *, empty: bool = True) -> str:
 
 def check_int(name: str, value: object, low: int, high: int) -> int:
     """`value` if it is an integer from `low` to `high`, else InvalidRequest naming it."""
-    _check_int(name, value, low, high)
-    assert isinstance(value, int)
-    return value
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidRequest(
             f"{name} must be an integer from {low} to {high}", parameter=name, value=str(value)
         )
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -130,7 +130,7 @@ class SearchBackend(abc.ABC):
         progress: Progress | None = None,
     ) -> WriteResult:
         """Delete `deletes` by id, then add or replace `upserts` by id, in one atomic commit
-        (ids unique in `upserts`). Creates the index if there is none."""
+        (the last of equal ids in `upserts` wins). Creates the index if there is none."""
 
     @abc.abstractmethod
     def refresh(self) -> None:
@@ -142,7 +142,7 @@ class SearchBackend(abc.ABC):
     # -- conveniences over the contract ------------------------------------------------------
     def upsert(self, records: Iterable[Record]) -> WriteResult:
         """Add or replace records by id (the last of equal ids wins)."""
-        return self.write(upserts=unique_by_id(checked_records(records)))
+        return self.write(upserts=checked_records(records))
 
     def delete(self, record_ids: Iterable[str] | str) -> WriteResult:
         """Delete records by id (one id, or many); ids not indexed are ignored."""
