@@ -135,10 +135,23 @@ def is_arxiv_id(value: str) -> bool:
 
 
 def identity_key(record: Record) -> str:
-    """What makes two records the same paper: the arXiv id when known, else title and year."""
+    """What makes two records the same paper.
+
+    An explicit id is the record's identity: records with different ids are never folded
+    together, whatever their titles. arXiv ids name a paper across its versions (`v2`). Only a
+    record whose source gave no id, so that its id was derived from its title and year
+    (`title_record_id`), is identified by title and year, across sources.
+    """
     if is_arxiv_id(record.id):
         return f"arxiv:{ARXIV_VERSION.sub('', record.id)}"
-    return f"title:{title_key(record.title)}|{record.year or ''}"
+    if record.id == title_record_id(record.source, record.title, record.year):
+        return f"title:{title_key(record.title)}|{record.year or ''}"
+    return f"id:{record.id}"
+
+
+def has_explicit_id(key: str) -> bool:
+    """True for the identity key of a record whose id came from its source (not an arXiv id)."""
+    return key.startswith("id:")
 
 
 def merge(first: Record, second: Record) -> Record:
@@ -159,7 +172,12 @@ def merge(first: Record, second: Record) -> Record:
 
 @dataclass
 class Deduplicator:
-    """Folds repeated sightings of a paper into one record, keeping first-seen order."""
+    """Folds repeated sightings of a paper into one record, keeping first-seen order.
+
+    Sightings of a paper without a source id (seed pages) or of an arXiv paper are merged; a
+    record repeating an explicit id replaces the earlier one, as a later upsert of that id
+    would (so one id is never held twice, nor half of one record kept with the other).
+    """
 
     _by_key: dict[str, Record] = field(default_factory=dict)
     merged: int = 0
@@ -170,7 +188,7 @@ class Deduplicator:
         if seen is None:
             self._by_key[key] = record
         else:
-            self._by_key[key] = merge(seen, record)
+            self._by_key[key] = record if has_explicit_id(key) else merge(seen, record)
             self.merged += 1
 
     def records(self) -> Iterator[Record]:

@@ -319,3 +319,36 @@ def test_progress_bar_goes_to_stderr_only_when_asked_or_on_a_terminal(tmp_path, 
     assert "indexing" in capsys.readouterr().err
     update_index_from_records(FIXTURE_RECORDS[:1], tmp_path / "a")
     assert capsys.readouterr().err == ""
+
+
+def test_records_with_different_ids_and_equal_titles_are_all_indexed(tmp_path, location):
+    # SciFact holds distinct documents under one title; a title match must not merge them.
+    lines = [{"id": n, "title": "A shared title", "abstract": f"text {n}"} for n in "123"]
+    summary = build_index([write_jsonl(tmp_path / "same.jsonl", lines)], location)
+    assert (summary.indexed, summary.merged) == (3, 0)
+    assert sorted(indexed(location)) == ["1", "2", "3"]
+
+
+def test_an_id_repeated_in_a_file_is_one_record_that_an_update_replaces(tmp_path, location):
+    lines = [
+        {"id": "doc-1", "title": "Stale title about glaciers"},
+        {"id": "doc-1", "title": "Current title about volcanoes"},
+    ]
+    build_index([write_jsonl(tmp_path / "twice.jsonl", lines)], location)
+    assert [r.title for r in indexed(location).values()] == ["Current title about volcanoes"]
+    update = [{"id": "doc-1", "title": "Updated title about rivers"}]
+    update_index([write_jsonl(tmp_path / "update.jsonl", update)], location)
+    with SearchService.open(location) as service:
+        assert service.search("glaciers").total == 0
+        assert service.search("volcanoes").total == 0
+        assert [hit.id for hit in service.search("rivers").hits] == ["doc-1"]
+
+
+def test_the_scifact_corpus_builds_one_record_per_document(tmp_path, location):
+    from benchmarks.common import SCIFACT, load_scifact
+
+    if not (SCIFACT / "corpus.jsonl.gz").exists():
+        pytest.skip(f"needs {SCIFACT / 'corpus.jsonl.gz'}")
+    corpus = load_scifact().corpus.records
+    summary = build_index_from_records(corpus, location, progress=False)
+    assert summary.indexed == len(corpus) == len({record.id for record in corpus})

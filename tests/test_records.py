@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from searchsvc.records import (
@@ -81,14 +83,41 @@ def test_is_arxiv_id(value, expected):
     assert is_arxiv_id(value) is expected
 
 
-def test_identity_is_the_arxiv_id_without_version_else_title_and_year():
+def test_identity_is_the_arxiv_id_without_version_an_explicit_id_or_a_derived_title_and_year():
     assert (
         identity_key(PAPER)
         == identity_key(Record(id="2301.00001v3", title="Other"))
         == ("arxiv:2301.00001")
     )
-    seed = Record(id=title_record_id("arXiv", "Learned  Caches!", 2023), title="Learned Caches!")
-    assert identity_key(seed) == "title:learned caches|"
+    seed = Record(
+        id=title_record_id("arXiv", "Learned  Caches!", 2023),
+        title="Learned Caches!",
+        year=2023,
+        source="arXiv",
+    )
+    assert identity_key(seed) == "title:learned caches|2023"
+    # An id the source gave is the identity, even when it looks like a derived one.
+    assert identity_key(Record(id="4983", title="Learned Caches!", year=2023)) == "id:4983"
+    assert identity_key(replace(seed, source="DBLP")) == f"id:{seed.id}"
+
+
+def test_records_with_different_explicit_ids_are_never_merged_by_title():
+    dedupe = Deduplicator()
+    for record_id in ("4983", "5836", "7912"):
+        dedupe.add(Record(id=record_id, title="Same title", year=2020))
+    assert (len(dedupe), dedupe.merged) == (3, 0)
+
+
+def test_a_repeated_explicit_id_is_held_once_and_the_last_record_wins():
+    dedupe = Deduplicator()
+    dedupe.add(Record(id="doc-1", title="First title", authors=("A",)))
+    dedupe.add(Record(id="doc-2", title="Other"))
+    dedupe.add(Record(id="doc-1", title="Second title", authors=("B",)))
+    assert [(r.id, r.title, r.authors) for r in dedupe.records()] == [
+        ("doc-1", "Second title", ("B",)),
+        ("doc-2", "Other", ()),
+    ]
+    assert dedupe.merged == 1
 
 
 def test_title_record_id_is_stable_and_ignores_case_and_punctuation():
