@@ -341,7 +341,7 @@ def test_an_id_repeated_in_a_file_is_one_record_that_an_update_replaces(tmp_path
     with SearchService.open(location) as service:
         assert service.search("glaciers").total == 0
         assert service.search("volcanoes").total == 0
-        assert [hit.id for hit in service.search("rivers").hits] == ["doc-1"]
+        assert [hit.record.id for hit in service.search("rivers").hits] == ["doc-1"]
 
 
 def test_the_scifact_corpus_builds_one_record_per_document(tmp_path, location):
