@@ -32,13 +32,13 @@ from whoosh.fields import Schema
 from whoosh.system import pack_uint
 from whoosh.util.numeric import length_to_byte
 
-from searchsvc.backends.whoosh.analysis import name_words, text_words, token_count
-from searchsvc.backends.whoosh.build.document_columns import DocumentColumns
 from searchsvc.backends.whoosh.accel.posting_arrays_file import (
     PostingArraysWriter,
     array_fields,
     sidecar_path,
 )
+from searchsvc.backends.whoosh.analysis import name_words, text_words, token_count
+from searchsvc.backends.whoosh.build.document_columns import DocumentColumns
 from searchsvc.backends.whoosh.build.segment_postings import (
     DocValues,
     FieldItems,
@@ -363,8 +363,9 @@ class SegmentBuilder:
 
         A whole-value ID field gives its value as the one term; a comma-separated keyword
         field (author lists, whose names are mostly new to the cache) its stripped parts with
-        their counts. Both as Whoosh's analysis and formats give them (tests/whoosh/test_fast_writer.py
-        compares the postings, tests/whoosh/test_analysis.py the items).
+        their counts. Both as Whoosh's analysis and formats give them
+        (tests/whoosh/test_fast_writer.py compares the postings, tests/whoosh/test_analysis.py
+        the items).
         """
         kind = self._index_kinds.get(name)
         if kind is None:

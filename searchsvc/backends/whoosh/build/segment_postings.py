@@ -107,7 +107,7 @@ class DocValues(NamedTuple):
 
 
 class FieldPostings(NamedTuple):
-    """A written field's postings as flat arrays, term by term (for accel/posting_arrays_file.py)."""
+    """A written field's postings as flat arrays, term by term (accel/posting_arrays_file.py)."""
 
     docs: np.ndarray  # int32
     weights: np.ndarray  # frequencies (int32) of positions fields, float64 weights of others
