@@ -10,10 +10,11 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.support import examples
 
-# Per operation; the 10 operations make a few hundred requests in all.
+# Per operation; the 11 operations make a few hundred requests in all.
 EXAMPLES_PER_OPERATION = 45
 DOCUMENTED_PATHS = (
     "/api/v1/search",
+    "/api/v1/search.atom",
     "/api/v1/records/{record_id}",
     "/api/v1/records/{record_id}/similar",
     "/api/v1/suggest",

@@ -176,6 +176,18 @@ def test_did_you_mean(page, seed_server):
     assert any(t.startswith("Shockwave") for t in top) and any(t.startswith("CASSINI") for t in top)
 
 
+def test_subscribe_link_is_visible_and_leads_to_the_feed_of_the_search(page, seed_server):
+    page.goto(seed_server + "/?q=learning&category=cs.DC&sort=title")
+    subscribe = page.get_by_role("link", name=re.compile("^Subscribe"))
+    expect(subscribe).to_be_visible()
+    href = subscribe.get_attribute("href")
+    assert urlsplit(href).path == "/api/v1/search.atom"
+    assert query_of(href) == [("q", "learning"), ("category", "cs.DC")]
+    feed = page.request.get(seed_server + href)
+    assert feed.ok and feed.headers["content-type"].startswith("application/atom+xml")
+    assert feed.text().count("<entry>") == 7
+
+
 def test_filters_work_without_javascript(browser, seed_server):
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()

@@ -6,6 +6,7 @@ import html
 import re
 from dataclasses import replace
 from urllib.parse import parse_qsl, urlsplit
+from xml.etree import ElementTree
 
 import pytest
 
@@ -160,6 +161,34 @@ def test_a_page_past_the_end_is_empty_with_links_back(seed_client):
     markup = page(seed_client, "/?page=99")
     assert "No records on page 99" in text_of(markup)
     assert "/?page=4" in markup
+
+
+def test_the_page_offers_the_feed_of_its_search(seed_client):
+    markup = page(seed_client, "/?q=learning&category=cs.DC&sort=title&page=2")
+    head = re.search(
+        r'<link rel="alternate" type="application/atom\+xml"[^>]* href="([^"]+)"', markup
+    )
+    link = re.search(
+        r'<a href="([^"]+)" rel="alternate" type="application/atom\+xml">Subscribe', markup
+    )
+    href = html.unescape(link.group(1))
+    assert html.unescape(head.group(1)) == href
+    assert "Subscribe to new records of this search" in text_of(markup)
+    # The same search from its first page, in the feed's one order (newest first).
+    assert urlsplit(href).path == "/api/v1/search.atom"
+    assert parse_qsl(urlsplit(href).query) == [("q", "learning"), ("category", "cs.DC")]
+    response = seed_client.get(href)
+    assert response.status_code == 200 and response.mimetype == "application/atom+xml"
+    atom = "{http://www.w3.org/2005/Atom}"
+    entries = ElementTree.fromstring(response.data).iter(f"{atom}entry")
+    ids = [entry.findtext(f"{atom}id").rsplit("/records/", 1)[1] for entry in entries]
+    body = seed_client.get(f"/api/v1/search?{urlsplit(href).query}&sort=newest").get_json()
+    assert ids == [hit["id"] for hit in body["hits"]] and len(ids) == 7
+
+
+def test_a_page_without_results_still_offers_the_feed_and_an_error_page_none(seed_client):
+    assert "/api/v1/search.atom?q=zzzzqqq" in page(seed_client, "/?q=zzzzqqq")
+    assert "application/atom+xml" not in page(seed_client, "/?q=%22abc", status=400)
 
 
 @pytest.mark.parametrize(

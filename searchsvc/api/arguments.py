@@ -25,6 +25,21 @@ def _limit(maximum: int, description: str) -> fields.Integer:
 # page and the CLI.
 SearchArgsSchema = SearchParams
 
+# /api/v1/search.atom takes the search's parameters, less those a feed has no use for (facet
+# counts, highlights: ignored like any unknown parameter), and lists the newest records first:
+# a reader looks for new records at the top, so another order is refused rather than ignored.
+FEED_IGNORED = ("facets", "facet_size", "highlight")
+FeedArgsSchema = SearchParams.from_dict(
+    {
+        "sort": fields.String(
+            load_default="newest",
+            validate=validate.OneOf(("newest",)),
+            metadata={"description": "Order of entries: always newest first."},
+        )
+    },
+    name="FeedParams",
+)
+
 
 class LimitArgsSchema(Schema):
     """Query parameters of /api/v1/records/<id>/similar."""

@@ -16,7 +16,14 @@ from searchsvc.errors import SearchsvcError
 from searchsvc.extension import get_service
 
 COMPRESSIBLE = frozenset(
-    ("application/json", "text/html", "text/plain", "text/css", "text/javascript")
+    (
+        "application/json",
+        "application/atom+xml",
+        "text/html",
+        "text/plain",
+        "text/css",
+        "text/javascript",
+    )
 )
 CORS_METHODS = "GET, HEAD, OPTIONS"
 CORS_HEADERS = "Accept, Accept-Language, Content-Language, Content-Type, If-None-Match"

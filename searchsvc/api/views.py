@@ -9,6 +9,7 @@ serialise every answer a second time, field by field in Python.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from flask import Request, Response, g, jsonify
@@ -16,7 +17,7 @@ from flask_smorest import Blueprint
 from marshmallow import Schema
 from webargs.flaskparser import FlaskParser
 
-from searchsvc.api import arguments, http, schemas
+from searchsvc.api import arguments, atom, http, schemas
 from searchsvc.extension import get_service
 from searchsvc.facets import FACET_NAMES
 from searchsvc.query import SearchRequest
@@ -87,6 +88,30 @@ def search(request: SearchRequest) -> Response:
     # Reported in the Server-Timing header: engine time apart from the HTTP layer's own.
     g.search_ms = (time.perf_counter() - started) * 1000
     return jsonify(result.to_dict())
+
+
+@blp.route("/search.atom")
+@blp.arguments(arguments.FeedArgsSchema(exclude=arguments.FEED_IGNORED), location="query")
+@blp.response(
+    200,
+    {"type": "string"},
+    content_type=atom.MEDIA_TYPE,
+    description="An Atom 1.0 feed: one entry per hit, newest first.",
+)
+@_responses(503)
+def search_feed(request: SearchRequest) -> Response:
+    """A search as an Atom feed, newest records first: subscribe to follow a topic.
+
+    The parameters and their errors are those of /search (the same JSON 400), except that
+    `sort` can only be `newest`, any other order being a 400, and that `facets`, `facet_size`
+    and `highlight` are ignored. Each entry is a hit: its record page's URL as id and link,
+    authors, the abstract as plain-text summary, categories, and January 1st of its year as
+    date. The total is in `opensearch:totalResults`.
+    """
+    started = time.perf_counter()
+    result = get_service().search_request(replace(request, facets=(), highlight=False))
+    g.search_ms = (time.perf_counter() - started) * 1000
+    return atom.feed_response(result)
 
 
 @blp.route(RECORD)

@@ -109,9 +109,9 @@ def query_pairs(request: SearchRequest, *, page: int | None = None) -> list[tupl
     return query_params(request, omit=("per_page", "facet_size"))
 
 
-def search_href(pairs: Iterable[tuple[str, str]]) -> str:
+def search_href(pairs: Iterable[tuple[str, str]], path: str = "/") -> str:
     query = urlencode(list(pairs))
-    return f"/?{query}" if query else "/"
+    return f"{path}?{query}" if query else path
 
 
 class SearchLinks:
@@ -122,6 +122,11 @@ class SearchLinks:
 
     def page(self, number: int) -> str:
         return search_href(query_pairs(self.request, page=number))
+
+    def feed(self, path: str) -> str:
+        """The Atom feed (served at `path`) of this search: its first page, in the feed's one
+        order, newest first."""
+        return search_href((p for p in query_pairs(self.request, page=1) if p[0] != "sort"), path)
 
     def with_query(self, q: str) -> str:
         pairs = [p for p in query_pairs(self.request, page=1) if p[0] != "q"]

@@ -85,6 +85,7 @@ def _search_page(
         result=result,
         error=error,
         links=links,
+        feed_href=links.feed(url_for("api.search_feed")) if result else None,
         facet_groups=_facet_groups(result) if result else [],
         bars=year_bars(result.facets.get("year", ())) if result else [],
         sort_labels=SORT_LABELS,
