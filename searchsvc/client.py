@@ -5,23 +5,33 @@ It needs `requests`, which the engine does not: install the `client` extra
 
 `SearchClient(base_url)` mirrors `SearchService`: the same methods, the same result objects
 (`SearchResult`, `Record`, ...), and the same exceptions, rebuilt from the JSON error payload.
+With `api_key=` it also writes: `add` and `delete` queue tasks on the service (answered at
+once), `task` reads one, and `wait` waits for one to be applied.
 """
 
 from __future__ import annotations
 
+import itertools
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import fields
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import quote
 
+import orjson
 import requests
 
 from searchsvc.errors import (
     BuildInProgress,
     IndexUnavailable,
     InvalidRequest,
+    PayloadTooLarge,
     QueryError,
     RecordNotFound,
     SearchsvcError,
+    TaskNotFound,
+    TaskQueueUnavailable,
     UnknownFacet,
 )
 from searchsvc.params import query_params
@@ -35,19 +45,18 @@ from searchsvc.query import (
     Suggestions,
 )
 from searchsvc.records import RECORD_FIELDS, Record
+from searchsvc.tasks.queue import MAX_WAIT_SECONDS, Task
 
 DEFAULT_TIMEOUT = 10.0
-ERROR_OF_CODE: dict[str, type[SearchsvcError]] = {
-    error.code: error
-    for error in (
-        InvalidRequest,
-        QueryError,
-        RecordNotFound,
-        UnknownFacet,
-        IndexUnavailable,
-        BuildInProgress,
-    )
-}
+# Records in one write request at most: half the service's default MAX_BATCH_RECORDS, and a
+# body (a few MB of typical records) well under its MAX_WRITE_CONTENT_LENGTH.
+RECORDS_PER_REQUEST = 5_000
+# Longest one `?wait=` request of `wait`: the most the service allows (MAX_WAIT_SECONDS, kept
+# well under gunicorn's 30 s worker timeout).
+WAIT_SLICE_SECONDS = MAX_WAIT_SECONDS
+NDJSON = "application/x-ndjson"
+# A record to write: a Record, or a dict in its export format (`Record.to_dict()`).
+RecordInput: TypeAlias = Record | Mapping[str, Any]
 
 
 class ServiceError(SearchsvcError):
@@ -62,19 +71,76 @@ class ServiceUnreachable(ServiceError):
     code = "unreachable"
 
 
+class AuthenticationError(ServiceError):
+    """401: no API key was sent, or the service does not know it (unknown or revoked)."""
+
+    code = "unauthorized"
+
+
+class PermissionDenied(ServiceError):
+    """403: the API key lacks the scope the request needs (writes need `write`)."""
+
+    code = "forbidden"
+
+
+class RateLimited(ServiceError):
+    """429: the API key made too many writes; `details["retry_after"]` says when to retry."""
+
+    code = "too_many_requests"
+
+
+class TaskTimeout(SearchsvcError, TimeoutError):
+    """`wait` gave up before the task finished; `task` is the task as last seen."""
+
+    code = "task_timeout"
+
+    def __init__(self, message: str, task: Task) -> None:
+        super().__init__(message, id=task.id, status=task.status)
+        self.task = task
+
+
+ERROR_OF_CODE: dict[str, type[SearchsvcError]] = {
+    error.code: error
+    for error in (
+        InvalidRequest,
+        QueryError,
+        RecordNotFound,
+        UnknownFacet,
+        IndexUnavailable,
+        BuildInProgress,
+        TaskNotFound,
+        TaskQueueUnavailable,
+        PayloadTooLarge,
+        AuthenticationError,
+        PermissionDenied,
+        RateLimited,
+    )
+}
+# A body over the service's size limit is refused by the HTTP layer, under its own code.
+ERROR_OF_CODE["request_entity_too_large"] = PayloadTooLarge
+
+
 class SearchClient:
-    """The search service at `base_url` (e.g. http://127.0.0.1:8000), over HTTP."""
+    """The search service at `base_url` (e.g. http://127.0.0.1:8000), over HTTP.
+
+    `api_key` (a key made by `searchsvc keys create`) is sent as `Authorization: Bearer` on
+    every request: writes and tasks need one with the write scope, reads one with the read
+    scope when the service requires it. `timeout` bounds each request (seconds).
+    """
 
     def __init__(
         self,
         base_url: str,
         *,
+        api_key: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         session: requests.Session | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.session = session or requests.Session()
+        # Per request, not on the session: a session passed in may serve other clients too.
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     def search(self, q: str = "", **params: Any) -> SearchResult:
         """Same keyword arguments and result as `SearchService.search`."""
@@ -130,6 +196,66 @@ class SearchClient:
     def version(self) -> str:
         return self._get("/readyz")["version"]
 
+    def add(self, records: RecordInput | Iterable[RecordInput]) -> list[Task]:
+        """Queue records to add or replace by id: one or many Records, or dicts in the export
+        format. Returns the tasks, one per request, in order; `wait` for them to be applied.
+
+        Up to RECORDS_PER_REQUEST records go in one request (a JSON array), and make one task.
+        More (any iterable, read as it goes) are sent as NDJSON, RECORDS_PER_REQUEST a
+        request. The service validates each request whole and queues all of it or nothing: a
+        bad record raises InvalidRequest with `details["errors"]` giving each bad record's
+        `position` in `records`, `field` and `reason`. When a later request fails, the earlier
+        ones stay queued: the exception's `details["queued"]` lists their tasks.
+        """
+        chunks = _chunks(_record_dicts(records), RECORDS_PER_REQUEST)
+        first = next(chunks, [])
+        second = next(chunks, None)
+        if second is None:
+            return [self._write("POST", "/api/v1/records", orjson.dumps(first))]
+        tasks: list[Task] = []
+        start = 0
+        for chunk in itertools.chain((first, second), chunks):
+            body = b"".join(orjson.dumps(record) + b"\n" for record in chunk)
+            try:
+                tasks.append(self._write("POST", "/api/v1/records", body, NDJSON))
+            except SearchsvcError as exc:
+                raise _in_bulk(exc, start, start + len(chunk), tasks) from None
+            start += len(chunk)
+        return tasks
+
+    def delete(self, record_ids: Iterable[str] | str) -> Task:
+        """Queue the deletion of records by id, one or many (ids not indexed are ignored)."""
+        ids = [record_ids] if isinstance(record_ids, str) else list(record_ids)
+        return self._write("POST", "/api/v1/records/delete", orjson.dumps({"ids": ids}))
+
+    def task(self, task_id: int) -> Task:
+        """The write task with this id as it is now; TaskNotFound when there is none."""
+        return _task(self._get(f"/api/v1/tasks/{int(task_id)}"))
+
+    def wait(self, task: Task | int, timeout: float = 30.0) -> Task:
+        """The task once it has finished (succeeded or failed: see its `status` and `error`).
+
+        The service holds each request until the task finishes or WAIT_SLICE_SECONDS pass;
+        after `timeout` seconds in all this raises TaskTimeout, whose `task` is the task as last
+        seen (still queued or processing: waiting again may see it finish).
+        """
+        task_id = task.id if isinstance(task, Task) else int(task)
+        deadline = time.monotonic() + timeout
+        while True:
+            seconds = min(max(0.0, deadline - time.monotonic()), WAIT_SLICE_SECONDS)
+            # The service answers after up to `seconds`: allow for them.
+            found = _task(
+                self._get(
+                    f"/api/v1/tasks/{task_id}", {"wait": round(seconds, 3)}, self.timeout + seconds
+                )
+            )
+            if found.done:
+                return found
+            if time.monotonic() >= deadline:
+                raise TaskTimeout(
+                    f"task {task_id} is still {found.status} after {timeout:g} s", found
+                )
+
     def close(self) -> None:
         self.session.close()
 
@@ -139,9 +265,36 @@ class SearchClient:
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
-    def _get(self, path: str, params: Any = None) -> dict[str, Any]:
+    def _get(self, path: str, params: Any = None, timeout: float | None = None) -> Any:
+        return self._request("GET", path, params=params, timeout=timeout)
+
+    def _write(
+        self, method: str, path: str, body: bytes, content_type: str = "application/json"
+    ) -> Task:
+        return _task(self._request(method, path, data=body, content_type=content_type))
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Any = None,
+        data: bytes | None = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        headers = dict(self._headers)
+        if content_type is not None:
+            headers["Content-Type"] = content_type
         try:
-            response = self.session.get(self.base_url + path, params=params, timeout=self.timeout)
+            response = self.session.request(
+                method,
+                self.base_url + path,
+                params=params,
+                data=data,
+                headers=headers,
+                timeout=self.timeout if timeout is None else timeout,
+            )
         except requests.RequestException as exc:
             raise ServiceUnreachable(f"{self.base_url} did not answer: {exc}") from exc
         if response.ok:
@@ -158,7 +311,51 @@ def _error_from(response: requests.Response) -> SearchsvcError:
         return ServiceError(f"HTTP {response.status_code} from {response.url}")
     exception = ERROR_OF_CODE.get(code, ServiceError)(message)
     exception.details = {**details, "status": response.status_code}
+    retry_after = response.headers.get("Retry-After", "")
+    if retry_after.isdigit():  # 429 and 503 say when to try again
+        exception.details["retry_after"] = int(retry_after)
     return exception
+
+
+def _in_bulk(exc: SearchsvcError, start: int, end: int, queued: list[Task]) -> SearchsvcError:
+    """A failure of one request of a bulk `add`: positions counted in the whole input, the
+    message naming the request, and the tasks already queued in `details["queued"]`."""
+    errors = exc.details.get("errors")
+    for error in errors if isinstance(errors, list) else ():
+        if isinstance(error, dict) and isinstance(error.get("position"), int):
+            error["position"] += start
+    exc.message = (
+        f"records {start} to {end - 1} were refused (tasks queued before them: {len(queued)}, "
+        f"in details['queued']); in that request: {exc.message}"
+    )
+    exc.args = (exc.message,)
+    exc.details["queued"] = list(queued)
+    return exc
+
+
+def _record_dicts(records: RecordInput | Iterable[RecordInput]) -> Iterator[dict[str, Any]]:
+    if isinstance(records, Record | Mapping):
+        records = [records]
+    elif isinstance(records, str | bytes):
+        raise TypeError("add takes Records or dicts, one or many, not a string")
+    for record in records:
+        if isinstance(record, Record):
+            yield record.to_dict()
+        elif isinstance(record, Mapping):
+            yield dict(record)
+        else:
+            raise TypeError(f"add takes Records or dicts, not {type(record).__name__}")
+
+
+def _chunks(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+def _task(data: dict[str, Any]) -> Task:
+    # Only the fields Task has: a newer service may send more.
+    return Task(**{field.name: data[field.name] for field in fields(Task) if field.name in data})
 
 
 def _record(data: dict[str, Any]) -> Record:

@@ -22,8 +22,21 @@ DEFAULTS: dict[str, Any] = {
     "INDEX": "index",
     # Origins allowed to read the API from a browser: () for none, ("*",) for any.
     "CORS_ORIGINS": (),
-    # The API takes no request bodies; anything bigger than this is refused with 413.
+    # Largest request body outside the write endpoints; anything bigger is refused with 413.
     "MAX_CONTENT_LENGTH": 64 * 1024,
+    # Largest body of a write (POST/PUT of records; NDJSON bulk loads come in such pieces).
+    "MAX_WRITE_CONTENT_LENGTH": 32 * 1024 * 1024,
+    # Most records (or ids) one write request may carry.
+    "MAX_BATCH_RECORDS": 10_000,
+    # The task queue's SQLite file; empty: `searchsvc.sqlite3` in the Whoosh index directory.
+    "TASKS_DB": "",
+    # "embedded": every gunicorn worker is a candidate writer (one is elected); "off": a
+    # `searchsvc writer` process of its own applies the tasks.
+    "WRITER": "embedded",
+    # Reads (search, records, ...) need an API key with the read scope too.
+    "REQUIRE_KEY_FOR_READS": False,
+    # Writes one API key may make per worker process ("" for no limit), flask-limiter's syntax.
+    "WRITE_RATE_LIMIT": "100/second",
     # Longest accepted query string in bytes (a 10,000-character `q` fits even percent-encoded).
     "MAX_QUERY_STRING_LENGTH": 64 * 1024,
     # Cache-Control max-age of successful GET responses; 0 = revalidate with the ETag each time.
@@ -103,7 +116,16 @@ def load(
     # Checked now, so that a server with a location naming no engine fails at start-up.
     settings["INDEX"] = checked_location(settings["INDEX"])
     _check_gzip_level(settings["GZIP_LEVEL"])
+    _check_writer(settings["WRITER"])
     return settings
+
+
+WRITERS = ("embedded", "off")
+
+
+def _check_writer(writer: Any) -> None:
+    if writer not in WRITERS:
+        raise ValueError(f"{ENV_PREFIX}WRITER={writer!r}: expected one of {', '.join(WRITERS)}")
 
 
 def _check_gzip_level(level: Any) -> None:

@@ -58,3 +58,21 @@ class BuildInProgress(SearchsvcError):
     """Another process holds the build lock of the index directory."""
 
     code = "build_in_progress"
+
+
+class TaskNotFound(SearchsvcError, LookupError):
+    """No write task has the requested id."""
+
+    code = "task_not_found"
+
+
+class TaskQueueUnavailable(SearchsvcError):
+    """The task queue's database cannot be read or written (disk full, read-only, damaged)."""
+
+    code = "task_queue_unavailable"
+
+
+class PayloadTooLarge(SearchsvcError):
+    """A request body, or a batch of records, is larger than the service takes."""
+
+    code = "payload_too_large"

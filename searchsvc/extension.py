@@ -7,14 +7,22 @@ process, so workers never share an engine's open files.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
 from flask import Flask, current_app
 
+from searchsvc.backends import open_backend
+from searchsvc.errors import InvalidLocation, TaskQueueUnavailable
 from searchsvc.service import SearchService
+from searchsvc.tasks import TaskQueue, TaskWriter, queue_path
+from searchsvc.tasks.keys import KeyStore
 
 _EXTENSION = "searchsvc.service"
+_QUEUE = "searchsvc.tasks"
+_WRITER = "searchsvc.writer"
+log = logging.getLogger(__name__)
 
 
 class _ProcessService:
@@ -40,10 +48,56 @@ class _ProcessService:
 
 
 def init_app(app: Flask) -> None:
-    """Give the app its (lazily opened) SearchService on `app.config["INDEX"]`."""
+    """Give the app its (lazily opened) SearchService on `app.config["INDEX"]`, and its task
+    queue (`TASKS_DB`, opened on first use)."""
     app.extensions[_EXTENSION] = _ProcessService(app.config["INDEX"])
+    try:
+        path = queue_path(app.config["INDEX"], app.config["TASKS_DB"])
+    except InvalidLocation as exc:
+        # An engine without a directory and no TASKS_DB: reads work, writes say what to set.
+        app.extensions[_QUEUE] = exc
+    else:
+        app.extensions[_QUEUE] = TaskQueue(path)
 
 
 def get_service() -> SearchService:
     """The SearchService of the current Flask app (opened on first use in this process)."""
     return current_app.extensions[_EXTENSION].get()
+
+
+def get_queue() -> TaskQueue:
+    """The task queue of the current Flask app; TaskQueueUnavailable when it has none."""
+    return _queue_of(current_app)
+
+
+def _queue_of(app: Flask) -> TaskQueue:
+    queue = app.extensions[_QUEUE]
+    if isinstance(queue, InvalidLocation):
+        raise TaskQueueUnavailable(f"writes are off: {queue.message}")
+    return queue
+
+
+def get_keys() -> KeyStore:
+    """The API keys of the current Flask app (kept in the task queue's database)."""
+    return KeyStore(get_queue())
+
+
+def start_writer(app: Flask) -> TaskWriter | None:
+    """Run a candidate writer thread in this process (gunicorn workers call it), unless the
+    app's WRITER setting leaves writing to a `searchsvc writer` process."""
+    if app.config["WRITER"] != "embedded" or _WRITER in app.extensions:
+        return None
+    if isinstance(app.extensions[_QUEUE], InvalidLocation):
+        return None
+    service = app.extensions[_EXTENSION]
+
+    def refresh_reads(batch: object) -> None:
+        # This worker's searches see the batch at once; other workers within their refresh.
+        try:
+            service.get().backend.refresh()
+        except Exception:
+            log.debug("refresh after a batch failed", exc_info=True)
+
+    writer = TaskWriter(_queue_of(app), open_backend(app.config["INDEX"]), on_batch=refresh_reads)
+    app.extensions[_WRITER] = writer.start_thread()
+    return writer

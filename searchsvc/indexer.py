@@ -7,6 +7,7 @@ engine contract (backends.SearchBackend), so they work on every engine. The CLI 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -19,9 +20,11 @@ from typing import Any
 from tqdm import tqdm
 
 from searchsvc.backends import SearchBackend, WriteResult, open_backend
-from searchsvc.errors import SourceError
+from searchsvc.backends.contract import unique_by_id
+from searchsvc.errors import IndexUnavailable, SourceError
 from searchsvc.records import Deduplicator, Record
 from searchsvc.sources import Skipped, read_records
+from searchsvc.tasks import MAX_WAIT_SECONDS, TaskQueue, TaskWriter
 
 # Skipped records kept for the report; the count covers all of them.
 MAX_SKIPPED_KEPT = 100
@@ -48,6 +51,10 @@ class BuildSummary:
     read_seconds: float = 0.0
     # Update only: how many indexed records replaced one with the same id.
     replaced: int = 0
+    # Build only: records written through the API that the build kept (not in the sources).
+    kept_written: int = 0
+    # Update through the task queue: the task that carried the records.
+    task_id: int | None = None
 
     @property
     def records_per_second(self) -> float:
@@ -64,6 +71,8 @@ class BuildSummary:
             "read_seconds": round(self.read_seconds, 3),
             "records_per_second": round(self.records_per_second, 1),
             "writer": self.writer,
+            "kept_written": self.kept_written,
+            "task_id": self.task_id,
         }
 
 
@@ -86,19 +95,44 @@ def build_index(
     format: str | None = None,
     progress: bool | None = None,
     procs: int | None = None,
+    queue: TaskQueue | None = None,
+    replace: bool = False,
 ) -> BuildSummary:
     """Build a fresh index of `sources` at `index` and swap it in; the old one stays on error.
 
     `index` is a location (a path, `whoosh:///...`) or an open backend. `progress` None shows
     a progress bar only when stderr is a terminal; `procs` None lets the engine choose.
+
+    With the index's task `queue`, the build holds the queue's writer off while it runs (queued
+    writes are applied after the swap, to the new index) and keeps the records written through
+    the API, which files cannot know about: they replace records of the sources with the same
+    id. `replace` drops them instead, and the queue forgets them.
     """
     started = time.perf_counter()
     with _opened(index) as backend:
         backend.check_writable()
         collected = _read_sources(sources, format, _show_progress(progress))
-        return _build(
-            backend, collected, started, progress, procs, _source_metadata(sources, format)
-        )
+        metadata = _source_metadata(sources, format)
+        if queue is None:
+            return _build(backend, collected, started, progress, procs, metadata)
+        with queue.apply_lock():
+            kept = [] if replace else _written_records(backend, queue)
+            collected.records = unique_by_id([*collected.records, *kept])
+            summary = _build(backend, collected, started, progress, procs, metadata)
+            if replace:
+                queue.forget_written()
+        return dataclasses.replace(summary, kept_written=len(kept))
+
+
+def _written_records(backend: SearchBackend, queue: TaskQueue) -> list[Record]:
+    """The records of the index that API writes put there (read while the writer is held)."""
+    written = queue.written_ids()
+    if not written:
+        return []
+    try:
+        return [record for record in backend.records() if record.id in written]
+    except IndexUnavailable:
+        return []
 
 
 def build_index_from_records(
@@ -120,13 +154,55 @@ def update_index(
     index: Location,
     format: str | None = None,
     progress: bool | None = None,
+    queue: TaskQueue | None = None,
 ) -> BuildSummary:
-    """Upsert the records of `sources` into the index by id (replace or add)."""
+    """Upsert the records of `sources` into the index by id (replace or add).
+
+    With the index's task `queue`, the records go in as one task, applied in order with the
+    API's writes: by this process when no writer runs, else by the writer (waited for).
+    """
     started = time.perf_counter()
     with _opened(index) as backend:
-        backend.check_writable()
+        if queue is None:
+            backend.check_writable()
         collected = _read_sources(sources, format, _show_progress(progress))
-        return _update(backend, collected, started, progress, _source_metadata(sources, format))
+        if queue is None:
+            return _update(backend, collected, started, progress, _source_metadata(sources, format))
+        return _update_through(queue, backend, collected, started)
+
+
+def _update_through(
+    queue: TaskQueue, backend: SearchBackend, collected: _Collected, started: float
+) -> BuildSummary:
+    _fail_if_empty(collected)
+    task = queue.enqueue_upserts(collected.records, origin="cli")
+    while not task.done:
+        with queue.writer_role() as elected:
+            if elected:
+                # No writer runs: be the writer until this task is applied.
+                queue.requeue_abandoned()
+                writer = TaskWriter(queue, backend)
+                while not queue.get(task.id).done and writer.apply_next_batch():
+                    pass
+        task = queue.wait(task.id, MAX_WAIT_SECONDS)
+    if task.status == "failed":
+        error = task.error or {}
+        raise SourceError(f"task {task.id} failed: {error.get('message', 'unknown error')}")
+    batch = (task.result or {}).get("batch", {})
+    alone = batch.get("tasks") == 1
+    return BuildSummary(
+        read=collected.read,
+        indexed=len(collected.records),
+        merged=collected.merged,
+        skipped_count=collected.skipped_count,
+        seconds=time.perf_counter() - started,
+        index_dir=backend.location,
+        skipped=tuple(collected.skipped),
+        writer="task queue",
+        read_seconds=collected.read_until - started,
+        replaced=batch.get("replaced", 0) if alone else 0,
+        task_id=task.id,
+    )
 
 
 def update_index_from_records(

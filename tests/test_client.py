@@ -1,15 +1,36 @@
-"""SearchClient against a live gunicorn server: the same results and errors as in-process."""
+"""SearchClient against live gunicorn servers: the same results and errors as in-process, and
+writes through the task queue."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from searchsvc.client import SearchClient, ServiceUnreachable
-from searchsvc.errors import IndexUnavailable, InvalidRequest, QueryError, RecordNotFound
+from searchsvc import client as client_module
+from searchsvc.client import (
+    AuthenticationError,
+    PermissionDenied,
+    RateLimited,
+    SearchClient,
+    ServiceUnreachable,
+    TaskTimeout,
+)
+from searchsvc.errors import (
+    IndexUnavailable,
+    InvalidRequest,
+    PayloadTooLarge,
+    QueryError,
+    RecordNotFound,
+    TaskNotFound,
+)
 from searchsvc.query import IndexStats, SearchResult
+from searchsvc.records import Record
 from searchsvc.service import SearchService
-from tests.support import FIXTURE_RECORDS
-from tests.test_gunicorn import free_port, live_server  # noqa: F401  (a fixture)
+from searchsvc.tasks import Task, TaskQueue, queue_path
+from searchsvc.tasks.keys import KeyStore
+from tests.support import FIXTURE_RECORDS, build_index
+from tests.test_gunicorn import free_port, gunicorn, live_server, wait_until  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -91,8 +112,10 @@ def _wsgi_session(app):
 
     class WSGIAdapter(BaseAdapter):
         def send(self, request, **kwargs):
+            # Uncompressed: the raw body goes into the Response as it is, never gunzipped.
+            headers = {**request.headers, "Accept-Encoding": "identity"}
             answer = app.test_client().open(
-                request.path_url, method=request.method, headers=dict(request.headers)
+                request.path_url, method=request.method, headers=headers, data=request.body
             )
             response = requests.Response()
             response.status_code = answer.status_code
@@ -108,3 +131,184 @@ def _wsgi_session(app):
     session = requests.Session()
     session.mount("http://testserver", WSGIAdapter())
     return session
+
+
+# -- writes ------------------------------------------------------------------------------------
+# A gunicorn of their own (its workers run the task writer): these tests change its index.
+
+
+@pytest.fixture(scope="module")
+def writable_server(tmp_path_factory):
+    with gunicorn(tmp_path_factory.mktemp("writes")) as (server, _):
+        yield server
+
+
+@pytest.fixture(scope="module")
+def keys(writable_server) -> dict[str, str]:
+    """A key of each scope, made in the server's queue database as `searchsvc keys` makes them."""
+    store = KeyStore(TaskQueue(queue_path(writable_server.index_dir)))
+    return {scope: store.create(f"test-{scope}", (scope,))[1] for scope in ("read", "write")}
+
+
+@pytest.fixture
+def writer(writable_server, keys):
+    with SearchClient(writable_server.base_url, api_key=keys["write"]) as client:
+        yield client
+
+
+def new_record(number: int, title: str = "Zeppelin Routing for Queued Writes") -> Record:
+    return replace(FIXTURE_RECORDS[0], id=f"2409.{number:05d}", title=f"{title} {number}")
+
+
+def found(client: SearchClient, record_id: str) -> Record | None:
+    try:
+        return client.get(record_id)
+    except RecordNotFound:
+        return None
+
+
+def test_added_records_are_searchable_once_their_task_is_waited_for(writer):
+    record = new_record(1)
+    as_dict = {"id": "2409.00002", "title": "Dirigible Routing", "authors": ["Ada Lovelace"]}
+    [task] = writer.add([record, as_dict])
+    assert isinstance(task, Task) and task.kind == "upsert" and task.size == 2
+    assert task.status == "enqueued"
+    done = writer.wait(task)
+    assert done.id == task.id and done.status == "succeeded" and done.error is None
+    # The writer's worker sees the batch at once, the other one within its refresh: a read
+    # may reach either.
+    assert wait_until(lambda: writer.search("zeppelin").total == 1)
+    assert wait_until(lambda: writer.search("dirigible").total == 1)
+    assert wait_until(lambda: found(writer, record.id) == record)
+    # One record, not in a list, is one too.
+    assert writer.wait(writer.add(new_record(3))[0].id).status == "succeeded"
+
+
+def test_delete_queues_a_task_that_task_reads_and_removes_the_record(writer):
+    record = new_record(10)
+    writer.wait(writer.add(record)[0])
+    task = writer.delete(record.id)
+    assert task.kind == "delete" and task.size == 1
+    assert writer.task(task.id).id == task.id
+    assert writer.wait(task).status == "succeeded"
+    assert writer.task(task.id).status == "succeeded"
+    assert wait_until(lambda: found(writer, record.id) is None)
+    assert writer.wait(writer.delete([new_record(11).id, "never-indexed"])).size == 2
+
+
+def test_many_records_go_in_several_requests_one_task_each(writer, monkeypatch):
+    monkeypatch.setattr(client_module, "RECORDS_PER_REQUEST", 2)
+    records = [new_record(20 + n, "Airship Scheduling") for n in range(5)]
+    tasks = writer.add(iter(records))
+    assert [task.size for task in tasks] == [2, 2, 1]
+    assert [writer.wait(task).status for task in tasks] == ["succeeded"] * 3
+    assert wait_until(lambda: writer.search('"airship scheduling"').total == 5)
+
+
+def test_a_bad_record_raises_invalid_request_listing_its_position(writer):
+    bad = {"id": "2409.00030", "year": "1999"}
+    with pytest.raises(InvalidRequest) as refused:
+        writer.add([new_record(31), bad])
+    details = refused.value.details
+    assert details["status"] == 400
+    assert {(error["position"], error["field"]) for error in details["errors"]} == {
+        (1, "title"),
+        (1, "year"),
+    }
+    with pytest.raises(InvalidRequest):
+        writer.add([])
+
+
+def test_a_bad_record_in_a_later_request_counts_its_position_in_the_whole_input(
+    writer, monkeypatch
+):
+    monkeypatch.setattr(client_module, "RECORDS_PER_REQUEST", 2)
+    records = [new_record(40).to_dict(), new_record(41).to_dict(), new_record(42).to_dict()]
+    records.append({"id": "2409.00043"})
+    with pytest.raises(InvalidRequest) as refused:
+        writer.add(records)
+    assert [error["position"] for error in refused.value.details["errors"]] == [3]
+    [queued] = refused.value.details["queued"]
+    assert queued.size == 2 and "records 2 to 3" in refused.value.message
+
+
+def test_unknown_tasks_raise_task_not_found(writer):
+    with pytest.raises(TaskNotFound) as missing:
+        writer.wait(10**9)
+    assert missing.value.details["status"] == 404
+    with pytest.raises(TaskNotFound):
+        writer.task(10**9)
+
+
+def test_no_key_or_an_unknown_one_raises_authentication_error(writable_server):
+    unknown = "ssk_000000000000_" + "a" * 43
+    for api_key in (None, unknown):
+        with SearchClient(writable_server.base_url, api_key=api_key) as client:
+            with pytest.raises(AuthenticationError) as refused:
+                client.add(new_record(50))
+            assert refused.value.details["status"] == 401
+            with pytest.raises(AuthenticationError):
+                client.task(1)
+            assert client.search("learning").total >= 2  # reads need no key here
+
+
+def test_a_key_without_the_write_scope_raises_permission_denied(writable_server, keys):
+    with SearchClient(writable_server.base_url, api_key=keys["read"]) as client:
+        with pytest.raises(PermissionDenied) as refused:
+            client.add(new_record(60))
+        assert refused.value.details["status"] == 403
+        with pytest.raises(PermissionDenied):
+            client.delete("2409.00060")
+        with pytest.raises(PermissionDenied):
+            client.wait(1)
+
+
+# In-process apps (no writer runs in them, so tasks stay queued), with their own settings.
+
+
+def writable_app(tmp_path, **settings):
+    """An app over a fresh index with `settings`, and a write key of its queue."""
+    from searchsvc.app import create_app
+
+    index = build_index(tmp_path / "index")
+    app = create_app({"INDEX": index, "TESTING": True, **settings})
+    _, key = KeyStore(TaskQueue(queue_path(index))).create("test", ("read", "write"))
+    return app, key
+
+
+def test_wait_raises_task_timeout_with_the_unfinished_task(tmp_path):
+    app, key = writable_app(tmp_path)
+    client = SearchClient("http://testserver", api_key=key, session=_wsgi_session(app))
+    [task] = client.add(new_record(70))
+    with pytest.raises(TaskTimeout) as timed_out:
+        client.wait(task, timeout=0.2)
+    assert isinstance(timed_out.value, TimeoutError)
+    assert timed_out.value.task.id == task.id and timed_out.value.task.status == "enqueued"
+
+
+def test_requests_over_the_limits_raise_payload_too_large(tmp_path):
+    app, key = writable_app(tmp_path, MAX_BATCH_RECORDS=2, MAX_WRITE_CONTENT_LENGTH=2000)
+    client = SearchClient("http://testserver", api_key=key, session=_wsgi_session(app))
+    with pytest.raises(PayloadTooLarge) as too_many:
+        client.add([new_record(80), new_record(81), new_record(82)])
+    assert too_many.value.details["status"] == 413
+    with pytest.raises(PayloadTooLarge):  # the body is over the size limit
+        client.add(replace(new_record(83), abstract="x" * 3000))
+
+
+def test_too_many_writes_raise_rate_limited_with_retry_after(tmp_path):
+    app, key = writable_app(tmp_path, WRITE_RATE_LIMIT="2/minute")
+    client = SearchClient("http://testserver", api_key=key, session=_wsgi_session(app))
+    client.add(new_record(90))
+    client.add(new_record(91))
+    with pytest.raises(RateLimited) as limited:
+        client.add(new_record(92))
+    assert limited.value.details["status"] == 429 and limited.value.details["retry_after"] > 0
+
+
+def test_the_key_is_sent_on_reads_too(tmp_path):
+    app, key = writable_app(tmp_path, REQUIRE_KEY_FOR_READS=True)
+    with pytest.raises(AuthenticationError):
+        SearchClient("http://testserver", session=_wsgi_session(app)).search("learning")
+    client = SearchClient("http://testserver", api_key=key, session=_wsgi_session(app))
+    assert client.search("learning").total == 2

@@ -5,12 +5,13 @@ from __future__ import annotations
 from flask import Flask
 
 from searchsvc import __version__
-from searchsvc.api import docs, errors, http, metrics, ops, views
+from searchsvc.api import auth, docs, errors, http, metrics, ops, views, writes
 
 API_PREFIX = "/api/v1"
 DESCRIPTION = (
     "Full-text search over scholarly publication records: ranked, filtered, faceted and "
-    "highlighted search, records, similar records, suggestions, facet values, author views."
+    "highlighted search, records, similar records, suggestions, facet values, author views; "
+    "records written through a durable task queue (with an API key)."
 )
 
 
@@ -26,6 +27,9 @@ def init_app(app: Flask) -> None:
     api = errors.SearchApi(app)
     app.extensions["searchsvc.api"] = api
     errors.init_app(app)
+    auth.init_app(app, api)
+    writes.document(api)
     api.register_blueprint(views.blp)
+    api.register_blueprint(writes.blp)
     api.register_blueprint(ops.blp)
     docs.init_app(app)

@@ -19,9 +19,12 @@ from searchsvc.errors import (
     BuildInProgress,
     IndexUnavailable,
     InvalidRequest,
+    PayloadTooLarge,
     QueryError,
     RecordNotFound,
     SearchsvcError,
+    TaskNotFound,
+    TaskQueueUnavailable,
     UnknownFacet,
 )
 from searchsvc.params import first_message
@@ -35,8 +38,11 @@ STATUS_OF_ERROR: dict[type[SearchsvcError], int] = {
     QueryError: 400,
     RecordNotFound: 404,
     UnknownFacet: 404,
+    TaskNotFound: 404,
+    PayloadTooLarge: 413,
     IndexUnavailable: 503,
     BuildInProgress: 503,
+    TaskQueueUnavailable: 503,
 }
 # Paths that always answer errors in JSON; elsewhere (the web page) a browser gets HTML.
 JSON_PATHS = ("/api/", "/healthz", "/readyz", "/metrics")

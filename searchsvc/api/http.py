@@ -25,6 +25,8 @@ COMPRESSIBLE = frozenset(
         "text/javascript",
     )
 )
+# Endpoints of the write API (api/writes.py), which take records in their bodies.
+WRITE_ENDPOINTS = "writes."
 CORS_METHODS = "GET, HEAD, OPTIONS"
 CORS_HEADERS = "Accept, Accept-Language, Content-Language, Content-Type, If-None-Match"
 CORS_MAX_AGE = 3600
@@ -33,9 +35,14 @@ CORS_MAX_AGE = 3600
 def refuse_oversized_requests() -> None:
     """413 for a body over MAX_CONTENT_LENGTH or a query string over MAX_QUERY_STRING_LENGTH."""
     config = current_app.config
+    # Writes take records in their bodies; nothing else takes more than a small form.
+    writing = (request.endpoint or "").startswith(WRITE_ENDPOINTS)
+    limit = config["MAX_WRITE_CONTENT_LENGTH" if writing else "MAX_CONTENT_LENGTH"]
+    # Flask cuts a body without Content-Length (chunked) at the same size when it is read.
+    request.max_content_length = limit
     # GET views never read the body, so Flask alone would not notice an oversized one.
-    if request.content_length and request.content_length > config["MAX_CONTENT_LENGTH"]:
-        raise RequestEntityTooLarge(f"request body over {config['MAX_CONTENT_LENGTH']} bytes")
+    if request.content_length and request.content_length > limit:
+        raise RequestEntityTooLarge(f"request body over {limit} bytes")
     if len(request.query_string) > config["MAX_QUERY_STRING_LENGTH"]:
         raise RequestEntityTooLarge(f"query string over {config['MAX_QUERY_STRING_LENGTH']} bytes")
 

@@ -17,7 +17,7 @@ from flask_smorest import Blueprint
 from marshmallow import Schema
 from webargs.flaskparser import FlaskParser
 
-from searchsvc.api import arguments, atom, http, schemas
+from searchsvc.api import arguments, atom, auth, http, schemas
 from searchsvc.extension import get_service
 from searchsvc.facets import FACET_NAMES
 from searchsvc.query import SearchRequest
@@ -49,6 +49,7 @@ blp = ApiBlueprint(
     url_prefix="/api/v1",
     description="Search, records, suggestions, facets, authors and index statistics.",
 )
+blp.before_request(auth.require_key_for_reads)
 blp.before_request(http.answer_if_not_modified)
 blp.after_request(http.add_caching_headers)
 

@@ -27,6 +27,16 @@ index_option = click.option(
 )
 
 
+tasks_db_option = click.option(
+    "--tasks-db",
+    default="",
+    envvar="SEARCHSVC_TASKS_DB",
+    show_envvar=True,
+    metavar="FILE",
+    help="The task queue's SQLite file (default: searchsvc.sqlite3 in the index directory).",
+)
+
+
 def reports_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """Turn searchsvc's own errors into a one-line message and exit status 1, not a traceback."""
 

@@ -8,11 +8,12 @@ from typing import IO
 
 import click
 
-from searchsvc.cli.common import index_option, reports_errors
+from searchsvc.cli.common import index_option, reports_errors, tasks_db_option
 from searchsvc.indexer import BuildSummary, build_index, update_index
 from searchsvc.query import IndexStats
 from searchsvc.service import SearchService
 from searchsvc.sources import FORMATS
+from searchsvc.tasks import TaskQueue, queue_path
 
 # Skipped records listed one per line after a build; the rest are only counted.
 MAX_SKIPPED_SHOWN = 20
@@ -30,6 +31,12 @@ MAX_SKIPPED_SHOWN = 20
 )
 @click.option("--update", is_flag=True, help="Upsert into the live index by id, not rebuild.")
 @click.option(
+    "--replace",
+    is_flag=True,
+    help="Rebuild without the records written through the API (kept by default).",
+)
+@tasks_db_option
+@click.option(
     "--procs",
     type=click.IntRange(min=1),
     default=None,
@@ -46,19 +53,40 @@ def index(
     index: str,
     format_: str | None,
     update: bool,
+    replace: bool,
+    tasks_db: str,
     procs: int | None,
     progress: bool | None,
 ) -> None:
     """Build the index from SOURCE files or directories (seed pages, arXiv JSON, JSON lines).
 
-    The new index is written beside the live one and swapped in when complete; with --update,
-    the records are added to the live index, replacing those with the same id (the index is
-    created if there is none).
+    The new index is written beside the live one and swapped in when complete. Records written
+    through the API are kept (they replace records of the sources with the same id) unless
+    --replace is given; writes queued meanwhile are applied after the swap.
+
+    With --update, the records are added to the live index through the task queue, in order
+    with the API's writes, replacing those with the same id (the index is created if there is
+    none).
     """
+    if update and replace:
+        raise click.UsageError("--replace is for a rebuild, not --update")
+    path = queue_path(index, tasks_db)
     if update:
-        summary = update_index(sources, index, format=format_, progress=progress)
+        summary = update_index(
+            sources, index, format=format_, progress=progress, queue=TaskQueue(path)
+        )
     else:
-        summary = build_index(sources, index, format=format_, progress=progress, procs=procs)
+        # No queue file: nothing was ever written through the API, and none is made for a build.
+        queue = TaskQueue(path) if path.exists() else None
+        summary = build_index(
+            sources,
+            index,
+            format=format_,
+            progress=progress,
+            procs=procs,
+            queue=queue,
+            replace=replace,
+        )
     click.echo(summary_line(summary, index))
     for line in skipped_lines(summary):
         click.echo(line, err=True)
@@ -67,8 +95,10 @@ def index(
 def summary_line(summary: BuildSummary, index: str) -> str:
     """`read 36, indexed 33, merged 3, skipped 0 in 0.4 s (90 records/s) -> index/`."""
     replaced = f" ({summary.replaced} replaced)" if summary.replaced else ""
+    kept = f" (and {summary.kept_written} written through the API)" if summary.kept_written else ""
     return (
-        f"read {summary.read}, indexed {summary.indexed}{replaced}, merged {summary.merged}, "
+        f"read {summary.read}, indexed {summary.indexed}{replaced}{kept}, "
+        f"merged {summary.merged}, "
         f"skipped {summary.skipped_count} in {summary.seconds:.1f} s "
         f"({summary.records_per_second:.0f} records/s) -> {_shown(index)}"
     )

@@ -5,7 +5,8 @@
 Environment: SEARCHSVC_WORKERS (default: the CPUs this process may use), SEARCHSVC_THREADS
 (default 1), SEARCHSVC_TIMEOUT (seconds, default 30), SEARCHSVC_ACCESS_LOG (default "-",
 stdout; empty to turn it off), PROMETHEUS_MULTIPROC_DIR (default: a fresh temporary directory).
-Each worker opens the index itself on its first request and follows rebuilds on its own.
+Each worker opens the index itself on its first request and follows rebuilds on its own; each
+runs a candidate writer thread of the task queue, of which one at a time applies the writes.
 """
 
 from __future__ import annotations
@@ -91,13 +92,16 @@ def _exit_on_bad_settings() -> None:
 
 
 def post_worker_init(worker) -> None:
-    """Open the index and fill its caches before the worker takes its first request."""
+    """Open the index and fill its caches before the worker takes its first request, and stand
+    as a candidate writer of the task queue (one worker's thread is elected; when that worker
+    dies, another takes over), unless SEARCHSVC_WRITER=off."""
     from searchsvc.errors import SearchsvcError
-    from searchsvc.extension import get_service
+    from searchsvc.extension import get_service, start_writer
 
     app = getattr(worker, "wsgi", None)
     if app is None or not hasattr(app, "app_context"):
         return
+    start_writer(app)
     try:
         with app.app_context():
             get_service().warm_up()

@@ -1,0 +1,49 @@
+"""Writes through a durable queue: requests enqueue tasks, one writer applies them.
+
+`queue_path` says where a location's queue lives: the `TASKS_DB` setting when given, else
+`searchsvc.sqlite3` inside a Whoosh index directory (engines without a directory need the
+setting).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from searchsvc.backends import checked_location, whoosh_path
+from searchsvc.errors import InvalidLocation
+from searchsvc.tasks.queue import (
+    MAX_TASK_ID,
+    MAX_WAIT_SECONDS,
+    STATUSES,
+    ClaimedTask,
+    Task,
+    TaskQueue,
+)
+from searchsvc.tasks.writer import TaskWriter
+
+QUEUE_FILE = "searchsvc.sqlite3"
+
+__all__ = [
+    "MAX_TASK_ID",
+    "MAX_WAIT_SECONDS",
+    "QUEUE_FILE",
+    "STATUSES",
+    "ClaimedTask",
+    "Task",
+    "TaskQueue",
+    "TaskWriter",
+    "queue_path",
+]
+
+
+def queue_path(location: str | os.PathLike[str], configured: str | os.PathLike[str] = "") -> Path:
+    """The task queue's database file for an index location."""
+    if os.fspath(configured):
+        return Path(os.path.abspath(configured))
+    url = checked_location(location)
+    if url.startswith("whoosh://"):
+        return Path(whoosh_path(url)) / QUEUE_FILE
+    raise InvalidLocation(
+        f"{url} has no directory for the task queue: set SEARCHSVC_TASKS_DB to a file path"
+    )

@@ -1,0 +1,207 @@
+"""The one writer: applies queued tasks to the engine in order, many tasks per engine commit.
+
+Whoosh lets one process write at a time, so requests never write: they enqueue (queue.py), and
+a single writer applies the tasks. Any number of processes may run `TaskWriter.serve`; a file
+lock elects one of them (writer_role), and when it dies (even by SIGKILL) the kernel drops its
+lock and another takes over within a poll. The gunicorn workers each run a candidate thread, so
+the writer starts and restarts with the service; `searchsvc writer` runs one on its own.
+
+A batch is the oldest enqueued tasks, up to `batch_records` records and ids: their operations
+folded in task order (a later upsert or delete of an id wins), written in one atomic engine
+commit, then marked succeeded together. A crash between the commit and the marking leaves the
+tasks `processing`; the next writer puts them back and applies them again, which changes
+nothing (upserts and deletes by id are idempotent), so no acknowledged write is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from searchsvc.backends import SearchBackend
+from searchsvc.errors import (
+    BuildInProgress,
+    IndexUnavailable,
+    InvalidRequest,
+    SearchsvcError,
+    TaskQueueUnavailable,
+)
+from searchsvc.records import Record
+from searchsvc.tasks.queue import ClaimedTask, TaskQueue
+
+log = logging.getLogger(__name__)
+
+# Records and ids applied in one engine commit at most: bounds the writer's memory and the time
+# a batch takes, while bulk loads still pay the commit's fixed cost once per thousands.
+BATCH_RECORDS = 10_000
+# How often an idle writer looks for new tasks, and a candidate for a vacant writer role.
+POLL_SECONDS = 0.05
+ELECTION_SECONDS = 1.0
+# Waits after a failure of the engine or the disk, doubling up to the last.
+RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
+
+# Failures of the surroundings (disk full, read-only index, a rebuild holding the index, the
+# engine down): the tasks stay queued and are tried again later.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    sqlite3.Error,
+    IndexUnavailable,
+    BuildInProgress,
+    TaskQueueUnavailable,
+)
+
+
+class TaskWriter:
+    """Applies the tasks of `queue` to `backend`."""
+
+    def __init__(
+        self,
+        queue: TaskQueue,
+        backend: SearchBackend,
+        batch_records: int = BATCH_RECORDS,
+        on_batch: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.queue = queue
+        self.backend = backend
+        self.batch_records = batch_records
+        self.on_batch = on_batch
+
+    def apply_next_batch(self) -> int:
+        """Apply the next batch of tasks; the number of tasks it finished (0: queue empty).
+
+        Raises one of TRANSIENT_ERRORS, with the tasks put back, when the engine or the disk
+        cannot take them now. The caller must hold the writer role.
+        """
+        with self.queue.apply_lock():
+            claimed = self.queue.claim(self.batch_records)
+            if not claimed:
+                return 0
+            try:
+                self._apply(claimed)
+            except BaseException:
+                self._put_back(claimed)
+                raise
+        return len(claimed)
+
+    def run_pending(self) -> int:
+        """Apply every task enqueued so far (tests, the CLI); the number of tasks finished."""
+        done = 0
+        while finished := self.apply_next_batch():
+            done += finished
+        return done
+
+    def _put_back(self, claimed: Sequence[ClaimedTask]) -> None:
+        try:
+            self.queue.release(claimed)
+        except TaskQueueUnavailable:
+            # Left `processing`: the next writer to start puts them back.
+            log.warning("could not put %d tasks back in the queue", len(claimed))
+
+    def _apply(self, claimed: list[ClaimedTask]) -> None:
+        applicable = []
+        for item in claimed:
+            if item.problems:
+                self.queue.fail(item, _invalid_records(item))
+            else:
+                applicable.append(item)
+        if not applicable:
+            return
+        try:
+            batch = self._write(applicable)
+        except TRANSIENT_ERRORS:
+            raise
+        except (SearchsvcError, ValueError) as exc:
+            if len(applicable) == 1:
+                self.queue.fail(applicable[0], _engine_refusal(exc))
+                return
+            # One task's records were refused: apply them one by one to find it.
+            for item in applicable:
+                self._apply([item])
+            return
+        self.queue.succeed(applicable, batch)
+        if self.on_batch:
+            self.on_batch(batch)
+
+    def _write(self, tasks: Sequence[ClaimedTask]) -> dict[str, Any]:
+        upserts, deletes = fold(tasks)
+        started = time.perf_counter()
+        result = self.backend.write(
+            upserts=upserts, deletes=deletes, metadata={"tasks": [t.task.id for t in tasks]}
+        )
+        return {
+            "tasks": len(tasks),
+            "added": result.added,
+            "replaced": result.replaced,
+            "deleted": result.deleted,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+
+    # -- serving -----------------------------------------------------------------------------
+    def serve(self, stop: threading.Event) -> None:
+        """Be a candidate for the writer role until `stop` is set; apply tasks while holding it."""
+        while not stop.is_set():
+            try:
+                with self.queue.writer_role() as elected:
+                    if elected:
+                        self._serve_as_writer(stop)
+            except TaskQueueUnavailable as exc:
+                log.warning("writer: %s", exc.message)
+            stop.wait(ELECTION_SECONDS)
+
+    def _serve_as_writer(self, stop: threading.Event) -> None:
+        requeued = self.queue.requeue_abandoned()
+        if requeued:
+            log.info("writer: %d tasks of a stopped writer queued again", requeued)
+        failures = 0
+        while not stop.is_set():
+            try:
+                finished = self.apply_next_batch()
+                failures = 0
+            except TRANSIENT_ERRORS as exc:
+                delay = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
+                failures += 1
+                log.warning("writer: tasks kept in the queue, retrying in %s s: %s", delay, exc)
+                stop.wait(delay)
+                continue
+            if not finished:
+                stop.wait(POLL_SECONDS)
+
+    def start_thread(self) -> tuple[threading.Thread, threading.Event]:
+        """Serve in a daemon thread; set the returned event to stop it."""
+        stop = threading.Event()
+        thread = threading.Thread(target=self.serve, args=(stop,), name="searchsvc-writer")
+        thread.daemon = True
+        thread.start()
+        return thread, stop
+
+
+def fold(tasks: Sequence[ClaimedTask]) -> tuple[list[Record], list[str]]:
+    """The upserts and deletes that applying `tasks` in order amounts to."""
+    final: dict[str, Record | None] = {}
+    for item in tasks:
+        for record in item.records:
+            final.pop(record.id, None)  # re-inserted: order follows the latest write
+            final[record.id] = record
+        for record_id in item.ids:
+            final.pop(record_id, None)
+            final[record_id] = None
+    upserts = [record for record in final.values() if record is not None]
+    deletes = [record_id for record_id, record in final.items() if record is None]
+    return upserts, deletes
+
+
+def _invalid_records(item: ClaimedTask) -> SearchsvcError:
+    return InvalidRequest(
+        f"{len(item.problems)} records of task {item.task.id} are invalid",
+        errors=item.problems,
+    )
+
+
+def _engine_refusal(exc: BaseException) -> SearchsvcError:
+    if isinstance(exc, SearchsvcError):
+        return exc
+    return SearchsvcError(f"the engine refused the task: {exc}")
