@@ -73,7 +73,9 @@ def test_compose_has_an_indexer_and_a_web_service_sharing_the_index(compose):
     assert web["depends_on"]["indexer"]["condition"] == "service_completed_successfully"
     index_volume = indexer["command"][indexer["command"].index("--index") + 1]
     assert f"index:{index_volume}" in indexer["volumes"]
-    assert f"index:{index_volume}:ro" in web["volumes"]
+    # Writable: the web workers apply the API's writes (their task queue lives there too).
+    assert f"index:{index_volume}" in web["volumes"]
+    assert web["environment"].get("SEARCHSVC_WRITER", "embedded") == "embedded"
     assert web["environment"]["SEARCHSVC_INDEX"] == index_volume
     assert "index" in compose["volumes"]
 
