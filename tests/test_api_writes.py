@@ -305,11 +305,11 @@ def test_writes_are_rate_limited_per_key_across_endpoints(index, keys):
 
 def test_an_unwritable_queue_is_a_503_and_reads_keep_answering(tmp_path, index, keys):
     key = bearer(keys.create("t", ("write",))[1])
-    blocked = tmp_path / "file"
-    blocked.write_text("")
-    app = create_app({"INDEX": index, "TESTING": True, "TASKS_DB": str(blocked / "q.db")})
+    blocked = tmp_path / "a-directory"
+    blocked.mkdir()
+    app = create_app({"INDEX": index, "TESTING": True, "TASKS_DB": str(blocked)})
     client = app.test_client()
-    # The key lives in the index's queue; this app's queue cannot even be opened.
+    # SQLite cannot open a directory as its file: as unusable as a broken disk.
     response = client.post("/api/v1/records", json=record("x", "T"), headers=key)
     assert response.status_code == 503
     assert response.get_json()["error"]["code"] == "task_queue_unavailable"
@@ -349,3 +349,18 @@ def test_an_unknown_task_is_404(api, writer_key):
     assert response.status_code == 404
     assert response.get_json()["error"]["code"] == "task_not_found"
     assert api.get("/api/v1/tasks?status=lost", headers=writer_key).status_code == 400
+
+
+def test_metrics_count_the_tasks_by_status(api, write_app, writer_key):
+    api.delete("/api/v1/records/x", headers=writer_key)
+    assert 'searchsvc_tasks{status="enqueued"} 1.0' in api.get("/metrics").get_data(as_text=True)
+    apply_queued(write_app)
+    text = api.get("/metrics").get_data(as_text=True)
+    assert 'searchsvc_tasks{status="enqueued"} 0.0' in text
+    assert 'searchsvc_tasks{status="succeeded"} 1.0' in text
+
+
+def test_reads_never_create_the_queue_file(index, api):
+    assert api.get("/metrics").status_code == 200
+    assert api.get("/api/v1/tasks/1", headers=bearer("ssk_x")).status_code == 401
+    assert not queue_path(index).exists()

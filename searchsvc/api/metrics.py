@@ -1,4 +1,5 @@
-"""Prometheus metrics: requests and latency by endpoint and status, index size and documents.
+"""Prometheus metrics: requests and latency by endpoint and status, index size and documents,
+write tasks by status.
 
 Under gunicorn each worker is a process: with PROMETHEUS_MULTIPROC_DIR set (the gunicorn config
 sets it) every worker writes its samples there and /metrics merges them all.
@@ -22,7 +23,7 @@ from prometheus_client import (
 )
 
 from searchsvc.errors import SearchsvcError
-from searchsvc.extension import get_service
+from searchsvc.extension import get_queue, get_service
 
 # Module level: the registry is per process, whatever the number of apps created in it.
 REQUESTS = Counter(
@@ -44,6 +45,12 @@ INDEX_SIZE = Gauge(
 INDEX_DOCUMENTS = Gauge(
     "searchsvc_index_documents",
     "Records in the live index.",
+    multiprocess_mode="mostrecent",
+)
+TASKS = Gauge(
+    "searchsvc_tasks",
+    "Write tasks in the task queue, by status (enqueued: not yet applied).",
+    ["status"],
     multiprocess_mode="mostrecent",
 )
 UNMATCHED = "<unmatched>"
@@ -86,6 +93,13 @@ def metrics_response() -> Response:
     else:
         INDEX_SIZE.set(stats.size_bytes)
         INDEX_DOCUMENTS.set(stats.documents)
+    try:
+        counts = get_queue().counts()
+    except SearchsvcError:
+        pass  # writes are off, or the queue cannot be read: its own errors say why
+    else:
+        for status, count in counts.items():
+            TASKS.labels(status).set(count)
     response = Response(generate_latest(registry()), mimetype="text/plain")
     response.headers["Content-Type"] = CONTENT_TYPE_LATEST
     response.headers["Cache-Control"] = "no-store"

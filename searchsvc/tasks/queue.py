@@ -165,6 +165,9 @@ class TaskQueue:
             raise _unavailable(self.path, exc) from exc
 
     def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        """Rows of a read; none while the queue's file does not exist (reads never create it)."""
+        if getattr(self._local, "connection", None) is None and not self.path.exists():
+            return []
         connection = self._connection()
         try:
             cursor = connection.execute(sql, parameters)
