@@ -179,3 +179,19 @@ def test_generated_writes_with_a_key_get_no_5xx_and_answers_that_match_the_schem
         case.validate_response(response, excluded_checks=excluded)
 
     answers_within_the_contract()
+
+
+def test_writes_document_their_key_body_and_errors(spec):
+    assert spec["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API key made with `searchsvc keys create`.",
+    }
+    post = spec["paths"]["/api/v1/records"]["post"]
+    assert post["security"] == [{"bearerAuth": []}]
+    assert set(post["requestBody"]["content"]) == {"application/json", "application/x-ndjson"}
+    assert {"202", "400", "401", "403", "413", "415", "429", "503"} <= set(post["responses"])
+    for path, method in WRITE_OPERATIONS:
+        assert spec["paths"][path][method.lower()]["security"] == [{"bearerAuth": []}]
+    # Reads stay open by default: no key documented on them.
+    assert "security" not in spec["paths"]["/api/v1/search"]["get"]
