@@ -57,25 +57,40 @@ def wait_until(condition, seconds: float = 15.0, interval: float = 0.1):
 def gunicorn(root: Path, *extra_args: str) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
     """gunicorn with gunicorn_conf.py and two workers, serving a temp index of the fixtures."""
     index_dir = Path(build_index(root / "index"))
-    port = free_port()
     log = root / "gunicorn.log"
+    with serving(
+        index_dir, log, {"PROMETHEUS_MULTIPROC_DIR": str(root / "metrics")}, extra_args
+    ) as (
+        base_url,
+        process,
+    ):
+        yield LiveServer(base_url, index_dir, log), process
+
+
+@contextmanager
+def serving(
+    index_dir: Path, log: Path, env: dict[str, str], extra_args: tuple[str, ...] = ()
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """The Makefile's gunicorn command (two workers unless `env` says otherwise) serving
+    `index_dir` on a free port, ready; stopped with SIGTERM afterwards if still running."""
+    port = free_port()
     env = {
         **os.environ,
         "SEARCHSVC_INDEX": str(index_dir),
         "SEARCHSVC_WORKERS": "2",
-        "PROMETHEUS_MULTIPROC_DIR": str(root / "metrics"),
+        **env,
     }
     command = [str(GUNICORN), "--config", "python:searchsvc.serving.gunicorn_conf", *extra_args]
     command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
-    with open(log, "wb") as output:
+    with open(log, "ab") as output:
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
         )
-    server = LiveServer(f"http://127.0.0.1:{port}", index_dir, log)
+    base_url = f"http://127.0.0.1:{port}"
     try:
-        up = wait_until(lambda: requests.get(f"{server.base_url}/readyz", timeout=2).ok)
+        up = wait_until(lambda: requests.get(f"{base_url}/readyz", timeout=2).ok, 30)
         assert up, log.read_text()
-        yield server, process
+        yield base_url, process
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)

@@ -100,16 +100,7 @@ def api_schema(app):
 # operation's Hypothesis strategy is driven here directly.
 @pytest.mark.parametrize("path", READ_PATHS)
 def test_generated_requests_get_no_5xx_and_answers_that_match_the_schema(api_schema, path):
-    operation = api_schema[path]["GET"]
 
-    @given(case=operation.as_strategy())
-    @settings(
-        max_examples=examples(EXAMPLES_PER_OPERATION),
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        derandomize=True,
-        database=None,
-    )
     def answers_within_the_contract(case):
         # The WSGI test client does not gunzip; compression is tested in test_api_http.py.
         response = case.call(headers={"Accept-Encoding": "identity"})
@@ -127,7 +118,25 @@ def test_generated_requests_get_no_5xx_and_answers_that_match_the_schema(api_sch
             excluded.append(positive_data_acceptance)
         case.validate_response(response, excluded_checks=excluded)
 
-    answers_within_the_contract()
+    drive(api_schema[path]["GET"], EXAMPLES_PER_OPERATION, answers_within_the_contract)
+
+
+def drive(operation, count: int, check) -> None:
+    """Run `check(case)` on `count` (scaled by tests.support.examples) generated requests of an
+    OpenAPI operation, the same ones on every run."""
+
+    @given(case=operation.as_strategy())
+    @settings(
+        max_examples=examples(count),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+        database=None,
+    )
+    def each(case):
+        check(case)
+
+    each()
 
 
 def _year_range_reversed(query: dict) -> bool:
@@ -154,17 +163,8 @@ def test_generated_writes_with_a_key_get_no_5xx_and_answers_that_match_the_schem
     write_app, path, method
 ):
     schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", write_app)
-    operation = schema[path][method]
     key = {"Authorization": f"Bearer {write_app.config['TEST_KEY']}"}
 
-    @given(case=operation.as_strategy())
-    @settings(
-        max_examples=examples(WRITE_EXAMPLES_PER_OPERATION),
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        derandomize=True,
-        database=None,
-    )
     def answers_within_the_contract(case):
         response = case.call(headers={**key, "Accept-Encoding": "identity"})
         assert response.status_code < 500, response.text
@@ -178,7 +178,7 @@ def test_generated_writes_with_a_key_get_no_5xx_and_answers_that_match_the_schem
             excluded.append(positive_data_acceptance)
         case.validate_response(response, excluded_checks=excluded)
 
-    answers_within_the_contract()
+    drive(schema[path][method], WRITE_EXAMPLES_PER_OPERATION, answers_within_the_contract)
 
 
 def test_writes_document_their_key_body_and_errors(spec):

@@ -20,39 +20,21 @@ from searchsvc.service import SearchService
 from searchsvc.tasks import TaskQueue, queue_path
 from searchsvc.tasks.keys import KeyStore
 from tests.support import build_index
-from tests.test_gunicorn import GUNICORN, ROOT, free_port, wait_until
+from tests.test_gunicorn import serving, wait_until
 
 pytestmark = pytest.mark.slow
 
 
 @contextmanager
-def serving(index: Path, workers: int = 2) -> Iterator[tuple[str, subprocess.Popen]]:
-    port = free_port()
+def service(index: Path) -> Iterator[tuple[str, subprocess.Popen]]:
+    """The service over `index` as the README runs it, writes unthrottled."""
     env = {
-        **os.environ,
-        "SEARCHSVC_INDEX": str(index),
-        "SEARCHSVC_WORKERS": str(workers),
         "SEARCHSVC_WRITE_RATE_LIMIT": "",
         "SEARCHSVC_ACCESS_LOG": "",
-        "PROMETHEUS_MULTIPROC_DIR": str(index.parent / f"metrics-{port}"),
+        "PROMETHEUS_MULTIPROC_DIR": str(index.parent / f"metrics-{time.monotonic_ns()}"),
     }
-    command = [str(GUNICORN), "--config", "python:searchsvc.serving.gunicorn_conf"]
-    command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
-    log = open(index.parent / "gunicorn.log", "ab")  # noqa: SIM115 (closed below)
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        assert wait_until(lambda: requests.get(f"{base}/readyz", timeout=2).ok, 30)
-        yield base, process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        log.close()
+    with serving(index, index.parent / "gunicorn.log", env) as started:
+        yield started
 
 
 @pytest.fixture
@@ -142,7 +124,7 @@ def assert_all_applied(base: str, key: dict[str, str], index: Path, expected: di
 
 
 def test_the_writer_runs_with_the_service_and_records_become_searchable(index, key):
-    with serving(index) as (base, _):
+    with service(index) as (base, _):
         response = requests.post(
             f"{base}/api/v1/records",
             json={"id": "live-1", "title": "Axolotl regeneration"},
@@ -166,7 +148,7 @@ def test_the_writer_runs_with_the_service_and_records_become_searchable(index, k
 
 @pytest.mark.parametrize("victim", ["writer", "master"])
 def test_sigkill_of_the_writer_or_the_server_loses_no_acknowledged_write(index, key, victim):
-    with serving(index) as (base, master), Writers(base, key) as writers:
+    with service(index) as (base, master), Writers(base, key) as writers:
         wait_until(lambda: len(writers.acknowledged) > 50, 30)
         if victim == "writer":
             pid = writer_pid(index)
@@ -185,5 +167,5 @@ def test_sigkill_of_the_writer_or_the_server_loses_no_acknowledged_write(index, 
         time.sleep(1.0)
     expected = dict(writers.acknowledged)
     assert writers.server_errors == 0
-    with serving(index) as (base, _):  # a restart, as after any crash
+    with service(index) as (base, _):  # a restart, as after any crash
         assert_all_applied(base, key, index, expected)
