@@ -24,20 +24,22 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from whoosh import index as whoosh_index
 from whoosh.index import Index
 
-from searchsvc.backends.whoosh.accel.facet_table_file import facet_arrays_bytes
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable
+from searchsvc.backends.whoosh.accel.facet_table_file import facet_arrays_bytes, load_facet_table
 from searchsvc.backends.whoosh.accel.lexicon_file import lexicons_bytes
 from searchsvc.backends.whoosh.accel.posting_arrays_file import (
     remove_leftover_files,
     write_missing_posting_arrays,
 )
+from searchsvc.backends.whoosh.accel.snapshot_postings import reader_signature
 from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION, build_schema
 from searchsvc.errors import BuildInProgress, IndexUnavailable
@@ -170,10 +172,11 @@ class IndexDirectory:
         metadata = {} if metadata is None else metadata
         with self.lock():
             index = self.open()
+            previous = _saved_facet_table(index, self.live_path())
             yield index
             # The update committed a new Whoosh generation in place: save its arrays before a
             # new process opens it (one that opens it earlier computes them, as before).
-            _save_state_files(index, self.live_path())
+            _save_state_files(index, self.live_path(), previous)
             # Segments Whoosh's writer added or merged have no posting arrays yet; those of
             # merged-away segments went with them (Whoosh deletes files named after a segment).
             remove_leftover_files(self.live_path())
@@ -201,15 +204,36 @@ class IndexDirectory:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _save_state_files(index: Index, generation: Path) -> None:
+# The facet table of an index state, with the first document number of each of its segments.
+PreviousTable = tuple[FacetTable, dict[Hashable, int]]
+
+
+def _saved_facet_table(index: Index, generation: Path) -> PreviousTable | None:
+    """The live state's saved facet table, for an update to carry forward (None if none)."""
+    with index.reader() as reader:
+        table = load_facet_table(generation / FACET_ARRAYS, reader)
+        if table is None:
+            return None
+        parts = cast("list[tuple[Hashable, int, int, int]]", list(reader_signature(reader)))
+        return table, {segment_id: offset for segment_id, offset, _, _ in parts}
+
+
+def _save_state_files(index: Index, generation: Path, previous: PreviousTable | None = None):
     # Saved with the state they describe, so that a new process loads them instead of reading
     # every document (facet arrays) or every segment's term table (lexicons) on a user's
-    # request; facet_table_file.py and lexicon_file.py check that they still match.
+    # request; facet_table_file.py and lexicon_file.py check that they still match. After an
+    # update, the facet table is the previous state's carried forward: only the documents of
+    # new segments are read.
     with index.reader() as reader:
-        for name, content_of in ((FACET_ARRAYS, facet_arrays_bytes), (LEXICONS, lexicons_bytes)):
+        table = None if previous is None else FacetTable.updated(*previous, reader)
+        contents = (
+            (FACET_ARRAYS, lambda: facet_arrays_bytes(reader, table)),
+            (LEXICONS, lambda: lexicons_bytes(reader)),
+        )
+        for name, content in contents:
             for leftover in generation.glob(f".{name}.*.tmp"):
                 leftover.unlink()  # from a writer killed mid-write (we hold the lock: none runs)
-            _write_atomically(generation / name, content_of(reader))
+            _write_atomically(generation / name, content())
 
 
 def _write_atomically(path: Path, content: str | bytes) -> None:

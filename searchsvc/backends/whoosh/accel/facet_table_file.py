@@ -48,9 +48,10 @@ def state_signature(reader: IndexReader) -> dict[str, Any]:
     }
 
 
-def facet_arrays_bytes(reader: IndexReader) -> bytes:
-    """The saved form of the FacetTable of `reader`'s index state (an uncompressed .npz)."""
-    table = FacetTable.build(reader)
+def facet_arrays_bytes(reader: IndexReader, table: FacetTable | None = None) -> bytes:
+    """The saved form of the FacetTable of `reader`'s index state (an uncompressed .npz);
+    `table` when the caller has it already, else built."""
+    table = FacetTable.build(reader) if table is None else table
     arrays: dict[str, Any] = {
         "signature": text_array(json.dumps(state_signature(reader), sort_keys=True)),
         "live": table.live,
