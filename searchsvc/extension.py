@@ -7,13 +7,11 @@ process, so workers never share an engine's open files.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 
 from flask import Flask, current_app
 
-from searchsvc.backends import open_backend
 from searchsvc.errors import InvalidLocation, TaskQueueUnavailable
 from searchsvc.service import SearchService
 from searchsvc.tasks import TaskQueue, TaskWriter, queue_path
@@ -22,7 +20,6 @@ from searchsvc.tasks.keys import KeyStore
 _EXTENSION = "searchsvc.service"
 _QUEUE = "searchsvc.tasks"
 _WRITER = "searchsvc.writer"
-log = logging.getLogger(__name__)
 
 
 class _ProcessService:
@@ -89,15 +86,9 @@ def start_writer(app: Flask) -> TaskWriter | None:
         return None
     if isinstance(app.extensions[_QUEUE], InvalidLocation):
         return None
-    service = app.extensions[_EXTENSION]
-
-    def refresh_reads(batch: object) -> None:
-        # This worker's searches see the batch at once; other workers within their refresh.
-        try:
-            service.get().backend.refresh()
-        except Exception:
-            log.debug("refresh after a batch failed", exc_info=True)
-
-    writer = TaskWriter(_queue_of(app), open_backend(app.config["INDEX"]), on_batch=refresh_reads)
+    # The process's own backend: a batch it writes is visible to this worker's searches at once
+    # (other workers follow within their refresh), and no second copy of its snapshot is held.
+    backend = app.extensions[_EXTENSION].get().backend
+    writer = TaskWriter(_queue_of(app), backend)
     app.extensions[_WRITER] = writer.start_thread()
     return writer
