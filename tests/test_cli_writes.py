@@ -4,6 +4,11 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +138,22 @@ def test_a_rebuild_while_writes_are_queued_loses_and_doubles_none(runner, index,
         *(r.id for r in FIXTURE_RECORDS[2:]),
         FIXTURE_RECORDS[0].id,
     }
+
+
+@pytest.mark.slow
+def test_the_writer_command_applies_tasks_until_sigterm(index):
+    searchsvc = Path(sys.executable).with_name("searchsvc")
+    process = subprocess.Popen(
+        [str(searchsvc), "writer", "--index", index], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        queue = TaskQueue(queue_path(index))
+        task = queue.enqueue_upserts([Record(id="by-writer", title="Applied by the writer")])
+        assert queue.wait(task.id, 10).status == "succeeded"
+        assert "by-writer" in ids_in(index)
+    finally:
+        time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        _, errors = process.communicate(timeout=15)
+    assert process.returncode == 0
+    assert "applied 1 tasks: 1 added" in errors
