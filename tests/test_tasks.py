@@ -253,3 +253,53 @@ def test_a_writer_killed_at_a_random_moment_loses_no_acknowledged_write(index, q
         process.send_signal(signal.SIGKILL)
         process.wait()
     assert_every_acknowledged_write_applied(index, queue, expected)
+
+
+def test_a_batch_that_could_not_be_put_back_is_applied_before_later_tasks(index, queue):
+    # The engine fails (a full disk) and so does putting the batch back in the queue: the task
+    # stays `processing`. A later delete of the same id must not be applied before it.
+    upsert = queue.enqueue_upserts([record(1, "Must not come back")])
+    with open_backend(index) as backend:
+        writer = TaskWriter(queue, backend)
+
+        def full_disk(*args, **kwargs):
+            raise OSError(28, "No space left on device")
+
+        def unwritable(claimed):
+            raise TaskQueueUnavailable("the task queue is unavailable: disk full")
+
+        backend.write = full_disk  # type: ignore[method-assign]
+        queue.release = unwritable  # type: ignore[method-assign]
+        with pytest.raises(OSError):
+            writer.apply_next_batch()
+        del backend.write, queue.release
+        assert queue.get(upsert.id).status == "processing"
+        later = queue.enqueue_deletes(["rec-1"])
+        assert writer.run_pending() == 2
+    assert "rec-1" not in indexed(index)
+    assert [queue.get(t.id).status for t in (upsert, later)] == ["succeeded", "succeeded"]
+
+
+def test_the_writer_thread_survives_an_unforeseen_failure(index, queue, monkeypatch):
+    from searchsvc.tasks import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "UNEXPECTED_RETRY_SECONDS", 0.05)
+    monkeypatch.setattr(writer_module, "ELECTION_SECONDS", 0.05)
+    task = queue.enqueue_upserts([record(1)])
+    with open_backend(index) as backend:
+        failures = iter([RuntimeError("a bug in an engine")])
+        write = backend.write
+
+        def fails_once(*args, **kwargs):
+            for failure in failures:
+                raise failure
+            return write(*args, **kwargs)
+
+        backend.write = fails_once  # type: ignore[method-assign]
+        thread, stop = TaskWriter(queue, backend).start_thread()
+        try:
+            assert queue.wait(task.id, 10).status == "succeeded"
+        finally:
+            stop.set()
+            thread.join()
+    assert "rec-1" in indexed(index)

@@ -122,65 +122,92 @@ class TaskQueue:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(os.path.abspath(path))
-        self._local = threading.local()
+        # One connection per process, shared by its threads under this lock. Per-thread
+        # connections could not all be reset: SQLite shares a file's state (a read-only opening
+        # while the directory was read-only) between the connections of a process, so one
+        # stale connection kept every new one read-only after the files became writable again.
+        self._lock = threading.RLock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = 0
 
     # -- connections -------------------------------------------------------------------------
-    def _connection(self) -> sqlite3.Connection:
-        # One connection per thread and process: sqlite3 connections are not shared between
-        # threads, and must not cross a fork.
-        connection = getattr(self._local, "connection", None)
-        if connection is not None and self._local.pid == os.getpid():
-            return connection
+    @contextlib.contextmanager
+    def _connected(self) -> Iterator[sqlite3.Connection]:
+        """The process's connection, held for the block; reopened after any SQLite error, so
+        that a failure (read-only or full disk, a damaged file) does not outlive its cause."""
+        with self._lock:
+            if self._connection is None or self._pid != os.getpid():
+                self._connection = self._open()
+                self._pid = os.getpid()
+            try:
+                yield self._connection
+            except (sqlite3.Error, TaskQueueUnavailable):
+                self._reset()
+                raise
+
+    def _open(self) -> sqlite3.Connection:
+        connection = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(
-                self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None
+                self.path,
+                timeout=_BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
             )
             connection.execute("PRAGMA journal_mode=WAL")
             # FULL: a commit is on disk (WAL fsynced) before it returns, so an acknowledged task
             # survives a power cut as well as a killed process.
             connection.execute("PRAGMA synchronous=FULL")
             connection.executescript(_SCHEMA)
+            return connection
         except (sqlite3.Error, OSError) as exc:
+            if connection is not None:
+                connection.close()
             raise _unavailable(self.path, exc) from exc
-        self._local.connection = connection
-        self._local.pid = os.getpid()
-        return connection
+
+    def _reset(self) -> None:
+        if self._connection is not None and self._pid == os.getpid():
+            with contextlib.suppress(sqlite3.Error):
+                self._connection.close()
+        self._connection = None
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (BEGIN IMMEDIATE: the write lock taken at once, not mid-way)."""
-        connection = self._connection()
-        try:
-            connection.execute("BEGIN IMMEDIATE")
+        with self._connected() as connection:
             try:
-                yield connection
-            except BaseException:
-                # Some errors (a full disk) have SQLite roll back on its own already.
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    yield connection
+                except BaseException:
+                    # Some errors (a full disk) have SQLite roll back on its own already.
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    raise
+                connection.execute("COMMIT")
+            except sqlite3.Error as exc:
                 if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise _unavailable(self.path, exc) from exc
+                    with contextlib.suppress(sqlite3.Error):
+                        connection.execute("ROLLBACK")
+                raise _unavailable(self.path, exc) from exc
 
     def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[sqlite3.Row]:
         """Rows of a read; none while the queue's file does not exist (reads never create it)."""
-        if getattr(self._local, "connection", None) is None and not self.path.exists():
-            return []
-        connection = self._connection()
-        try:
-            cursor = connection.execute(sql, parameters)
-            cursor.row_factory = sqlite3.Row
-            return cursor.fetchall()
-        except sqlite3.Error as exc:
-            raise _unavailable(self.path, exc) from exc
+        with self._lock:
+            if self._connection is None and not self.path.exists():
+                return []
+            try:
+                with self._connected() as connection:
+                    cursor = connection.execute(sql, parameters)
+                    cursor.row_factory = sqlite3.Row
+                    return cursor.fetchall()
+            except sqlite3.Error as exc:
+                raise _unavailable(self.path, exc) from exc
 
     def close(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None and self._local.pid == os.getpid():
-            connection.close()
-        self._local.connection = None
+        with self._lock:
+            self._reset()
 
     # -- enqueueing --------------------------------------------------------------------------
     def enqueue_upserts(self, records: Sequence[Record], origin: str = "api") -> Task:
@@ -249,13 +276,18 @@ class TaskQueue:
 
     # -- the writer's side -------------------------------------------------------------------
     def claim(self, max_records: int) -> list[ClaimedTask]:
-        """Mark the oldest enqueued tasks processing, up to `max_records` records and ids in
-        all (at least one task), and return them with their payloads."""
+        """Mark the oldest unfinished tasks processing, up to `max_records` records and ids in
+        all (at least one task), and return them with their payloads.
+
+        Tasks already `processing` are claimed again first: only the one writer claims, so they
+        are its own from a batch that failed and could not be put back (the queue's file was
+        not writable then), and applying a later task before them would reorder writes.
+        """
         claimed: list[ClaimedTask] = []
         with self.transaction() as connection:
             cursor = connection.execute(
                 "SELECT id, kind, size, payload, origin, enqueued_at FROM tasks "
-                "WHERE status = 'enqueued' ORDER BY id"
+                "WHERE status IN ('enqueued', 'processing') ORDER BY id"
             )
             total = 0
             started_at = _now()

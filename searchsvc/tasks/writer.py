@@ -15,6 +15,7 @@ nothing (upserts and deletes by id are idempotent), so no acknowledged write is 
 
 from __future__ import annotations
 
+import gc
 import logging
 import sqlite3
 import threading
@@ -43,6 +44,8 @@ POLL_SECONDS = 0.05
 ELECTION_SECONDS = 1.0
 # Waits after a failure of the engine or the disk, doubling up to the last.
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
+# The wait after a failure nobody foresaw (logged with its traceback).
+UNEXPECTED_RETRY_SECONDS = 10.0
 
 # Failures of the surroundings (disk full, read-only index, a rebuild holding the index, the
 # engine down): the tasks stay queued and are tried again later.
@@ -142,7 +145,11 @@ class TaskWriter:
 
     # -- serving -----------------------------------------------------------------------------
     def serve(self, stop: threading.Event) -> None:
-        """Be a candidate for the writer role until `stop` is set; apply tasks while holding it."""
+        """Be a candidate for the writer role until `stop` is set; apply tasks while holding it.
+
+        Nothing ends this loop but `stop`: a writer thread that died on an unforeseen error
+        would leave the service acknowledging writes that nobody applies.
+        """
         while not stop.is_set():
             try:
                 with self.queue.writer_role() as elected:
@@ -150,6 +157,9 @@ class TaskWriter:
                         self._serve_as_writer(stop)
             except TaskQueueUnavailable as exc:
                 log.warning("writer: %s", exc.message)
+            except Exception:
+                log.exception("writer: unexpected failure; the tasks stay queued")
+                stop.wait(UNEXPECTED_RETRY_SECONDS)
             stop.wait(ELECTION_SECONDS)
 
     def _serve_as_writer(self, stop: threading.Event) -> None:
@@ -165,6 +175,10 @@ class TaskWriter:
                 delay = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
                 failures += 1
                 log.warning("writer: tasks kept in the queue, retrying in %s s: %s", delay, exc)
+                del exc
+                # What the failed attempt still holds in reference cycles (an engine writer
+                # half made, with its lock) is released before the next attempt.
+                gc.collect()
                 stop.wait(delay)
                 continue
             if not finished:

@@ -304,3 +304,32 @@ def _group_alive(group: int) -> bool:
 def _kill_group(group: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
+
+
+def test_updates_merge_only_small_segments_and_only_once_there_are_enough(tmp_path, monkeypatch):
+    from searchsvc.backends.whoosh.backend import WhooshBackend
+    from searchsvc.backends.whoosh.build import writer as writer_module
+    from searchsvc.backends.whoosh.store import IndexDirectory
+    from searchsvc.indexer import build_index_from_records
+    from searchsvc.query import SearchRequest
+    from tests.support import multi_block_records
+
+    monkeypatch.setattr(writer_module, "SMALL_SEGMENT_DOCS", 5)
+    monkeypatch.setattr(writer_module, "MERGE_AT", 3)
+    build_index_from_records(multi_block_records(40), tmp_path / "index", progress=False)
+    directory = IndexDirectory(tmp_path / "index")
+
+    def sizes() -> list[int]:
+        return sorted(s.doc_count_all() for s in directory.open()._segments())
+
+    with WhooshBackend(directory) as backend:
+        backend.upsert(multi_block_records(10, start=100))  # a large segment: never merged
+        backend.upsert(multi_block_records(2, start=200))
+        backend.upsert(multi_block_records(2, start=300))
+        assert sizes() == [2, 2, 10, 40]
+        backend.upsert(multi_block_records(1, start=400))
+        assert sizes() == [1, 2, 2, 10, 40]
+        # Three small segments before this write: merged into one, the write's own after it.
+        backend.upsert(multi_block_records(1, start=500))
+        assert sizes() == [1, 5, 10, 40]
+        assert backend.search(SearchRequest(per_page=1)).total == 40 + 10 + 2 + 2 + 1 + 1

@@ -7,6 +7,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from whoosh.index import LockError
+
 from searchsvc.backends import whoosh_path
 from searchsvc.backends.contract import (
     NoProgress,
@@ -29,7 +31,7 @@ from searchsvc.backends.whoosh.search.searcher import REFRESH_INTERVAL, Searcher
 from searchsvc.backends.whoosh.search.stats import index_stats
 from searchsvc.backends.whoosh.search.suggest import autocomplete, facet_values
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.errors import RecordNotFound
+from searchsvc.errors import BuildInProgress, RecordNotFound
 from searchsvc.facets import facet_named
 from searchsvc.query import (
     MAX_FACET_SIZE,
@@ -172,6 +174,19 @@ class WhooshBackend(SearchBackend):
                 return WriteResult(version="")
             return self.rebuild(upserts, metadata=metadata, progress=progress)
         progress = progress or NoProgress()
+        try:
+            return self._update(upserts, deletes, metadata, progress)
+        except LockError as exc:
+            # Whoosh's own lock inside a generation, held by a writer not yet collected.
+            raise BuildInProgress(f"the index at {self.directory.root} is locked") from exc
+
+    def _update(
+        self,
+        upserts: Sequence[Record],
+        deletes: Sequence[str],
+        metadata: Mapping[str, Any] | None,
+        progress: Progress,
+    ) -> WriteResult:
         last_update = dict(metadata or {})
         with self.directory.update({"last_update": last_update}) as index:
             with index.searcher() as searcher:
