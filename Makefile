@@ -8,7 +8,7 @@ PORT ?= 8000
 SEEDS := $(wildcard seeds/*.txt)
 
 .PHONY: run index test test-fast typecheck lint format bench bench-index bench-search bench-relevance bench-http \
-	bench-scale screenshots clean
+	bench-scale bench-writes bench-write-faults screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
 $(BIN)/.installed: pyproject.toml setup.py searchsvc/backends/whoosh/build/_w3postings.c
@@ -79,6 +79,15 @@ bench-http: $(BIN)/.installed-test index
 # (hours at 1M; SCALE_ARGS="--sizes 10k,40k" for a quick run).
 bench-scale: $(BIN)/.installed-test
 	$(BIN)/python -m benchmarks.bench_scale $(SCALE_ARGS)
+
+# Writes over HTTP: bulk NDJSON ingest, acknowledgement and write-to-searchable latency, searches
+# under write load (a few minutes); and the fault campaign (SIGKILL trials, load, read-only and
+# full disk; about 20 minutes, the last two parts as root)
+bench-writes: $(BIN)/.installed-test
+	$(BIN)/python -m benchmarks.bench_writes
+
+bench-write-faults: $(BIN)/.installed-test
+	$(BIN)/python -m benchmarks.write_faults
 
 bench: bench-index bench-search bench-relevance
 
