@@ -303,3 +303,25 @@ def test_the_writer_thread_survives_an_unforeseen_failure(index, queue, monkeypa
             stop.set()
             thread.join()
     assert "rec-1" in indexed(index)
+
+
+def _enqueue_one(path: str, n: int) -> None:
+    TaskQueue(path).enqueue_upserts([record(n)])
+
+
+@pytest.mark.slow
+def test_processes_opening_a_new_queue_at_once_all_get_their_task_in(tmp_path):
+    # Workers starting together: the first to switch the new file to WAL made the others fail
+    # with "database is locked" (SQLite does not wait for that switch).
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for trial in range(3 if FAST else 15):
+        path = str(tmp_path / f"queue-{trial}.db")
+        processes = [context.Process(target=_enqueue_one, args=(path, n)) for n in range(6)]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join()
+        assert [p.exitcode for p in processes] == [0] * 6
+        assert TaskQueue(path).counts()["enqueued"] == 6

@@ -155,11 +155,10 @@ class TaskQueue:
                 isolation_level=None,
                 check_same_thread=False,
             )
-            connection.execute("PRAGMA journal_mode=WAL")
             # FULL: a commit is on disk (WAL fsynced) before it returns, so an acknowledged task
             # survives a power cut as well as a killed process.
             connection.execute("PRAGMA synchronous=FULL")
-            connection.executescript(_SCHEMA)
+            _set_up(connection)
             return connection
         except (sqlite3.Error, OSError) as exc:
             if connection is not None:
@@ -376,6 +375,32 @@ class TaskQueue:
 _TASK_COLUMNS = (
     "id, kind, status, size, origin, enqueued_at, started_at, finished_at, result, error"
 )
+
+
+def _set_up(connection: sqlite3.Connection) -> None:
+    """WAL mode (kept by the file once set) and the tables, whoever opens the file first.
+
+    Processes starting together all open a new file at once: switching to WAL fails at once
+    with "database is locked" while another connection switches (SQLite does not wait for
+    it), so that is retried; the tables are made in a transaction, which does wait.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                connection.execute(statement)
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
 
 
 def _task_of(row: sqlite3.Row) -> Task:
