@@ -306,7 +306,7 @@ def _kill_group(group: int) -> None:
         os.killpg(group, signal.SIGKILL)
 
 
-def test_updates_merge_only_small_segments_and_only_once_there_are_enough(tmp_path, monkeypatch):
+def test_updates_merge_small_segments_of_like_size_once_a_tier_is_full(tmp_path, monkeypatch):
     from searchsvc.backends.whoosh.backend import WhooshBackend
     from searchsvc.backends.whoosh.build import writer as writer_module
     from searchsvc.backends.whoosh.store import IndexDirectory
@@ -314,22 +314,23 @@ def test_updates_merge_only_small_segments_and_only_once_there_are_enough(tmp_pa
     from searchsvc.query import SearchRequest
     from tests.support import multi_block_records
 
-    monkeypatch.setattr(writer_module, "SMALL_SEGMENT_DOCS", 5)
+    monkeypatch.setattr(writer_module, "SMALL_SEGMENT_DOCS", 100)
     monkeypatch.setattr(writer_module, "MERGE_AT", 3)
-    build_index_from_records(multi_block_records(40), tmp_path / "index", progress=False)
+    build_index_from_records(multi_block_records(150), tmp_path / "index", progress=False)
     directory = IndexDirectory(tmp_path / "index")
+    start = iter(range(1_000, 100_000, 100))
 
-    def sizes() -> list[int]:
+    def write(count: int) -> list[int]:
+        backend.upsert(multi_block_records(count, start=next(start)))
         return sorted(s.doc_count_all() for s in directory.open()._segments())
 
     with WhooshBackend(directory) as backend:
-        backend.upsert(multi_block_records(10, start=100))  # a large segment: never merged
-        backend.upsert(multi_block_records(2, start=200))
-        backend.upsert(multi_block_records(2, start=300))
-        assert sizes() == [2, 2, 10, 40]
-        backend.upsert(multi_block_records(1, start=400))
-        assert sizes() == [1, 2, 2, 10, 40]
-        # Three small segments before this write: merged into one, the write's own after it.
-        backend.upsert(multi_block_records(1, start=500))
-        assert sizes() == [1, 5, 10, 40]
-        assert backend.search(SearchRequest(per_page=1)).total == 40 + 10 + 2 + 2 + 1 + 1
+        assert write(40) == [40, 150]  # tier 2 (11-100 documents); 150 is never merged
+        assert write(30) == [30, 40, 150]
+        assert write(2) == [2, 30, 40, 150]  # tier 1 (up to 10)
+        assert write(20) == [2, 20, 30, 40, 150]  # three in tier 2, none merged yet
+        # Three of tier 2 before this write: merged into one (90), the write's own after it.
+        assert write(1) == [1, 2, 90, 150]
+        assert write(1) == [1, 1, 2, 90, 150]
+        assert write(1) == [1, 4, 90, 150]  # tier 1 full: merged
+        assert backend.search(SearchRequest(per_page=1)).total == 150 + 40 + 30 + 2 + 20 + 3

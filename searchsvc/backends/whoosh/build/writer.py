@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import gc
 import logging
+import math
 import multiprocessing
 import os
 import signal
@@ -42,8 +43,8 @@ MULTIPROCESS_MIN_RECORDS = 5_000
 # A segment's postings are held in memory until it is written, so this bounds a writer's
 # memory; larger shares are written as several segments.
 MAX_SEGMENT_RECORDS = 100_000
-# An update merges the segments of at most SMALL_SEGMENT_DOCS documents once there are MERGE_AT
-# of them (merge_small_segments).
+# An update merges segments of at most SMALL_SEGMENT_DOCS documents, MERGE_AT of a size tier at
+# a time (merge_small_segments).
 SMALL_SEGMENT_DOCS = 1_000
 MERGE_AT = 8
 # Memory Whoosh's stock writer (updates) may use for postings before spilling to disk.
@@ -263,26 +264,33 @@ def apply_changes(
 
 
 def merge_small_segments(writer: SegmentWriter, segments: list) -> list:
-    """Merge the small segments into the writer's own once there are MERGE_AT of them; the
-    segments kept as they are.
+    """Merge small segments of like size into the writer's own; the segments kept as they are.
 
     Whoosh's MERGE_SMALL bounds the number of segments, not the work: with some twenty
     segments its Fibonacci rule merged every one of a 115,000-record index, in Python, for
-    fifteen minutes while no write got through. Here a merge reads at most MERGE_AT x
-    SMALL_SEGMENT_DOCS documents (about 3 s); larger segments, each a batch of thousands, are
-    left for a rebuild to compact.
+    fifteen minutes while no write got through. Here segments fall in tiers by size (up to 10,
+    100, 1,000 documents: SMALL_SEGMENT_DOCS), and once a tier holds MERGE_AT segments they
+    become one of the next tier. A merge reads at most MERGE_AT segments of its tier (about
+    3 s for the top one, once in thousands of writes; a few milliseconds for the bottom one,
+    every few writes). Larger segments, each a batch of thousands, are left for a rebuild.
     """
-    small = [s for s in segments if s.doc_count_all() <= SMALL_SEGMENT_DOCS]
-    if len(small) < MERGE_AT:
+    tiers: dict[int, list] = {}
+    for segment in segments:
+        docs = segment.doc_count_all()
+        if docs <= SMALL_SEGMENT_DOCS:
+            tiers.setdefault(max(1, math.ceil(math.log10(max(docs, 1)))), []).append(segment)
+    full = [tier for tier, members in sorted(tiers.items()) if len(members) >= MERGE_AT]
+    if not full:
         return segments
-    for segment in small:
+    merged = tiers[full[0]]
+    for segment in merged:
         reader = SegmentReader(writer.storage, writer.schema, segment)
         try:
             writer.add_reader(reader)
         finally:
             reader.close()
-    merged = {id(segment) for segment in small}
-    return [segment for segment in segments if id(segment) not in merged]
+    gone = {id(segment) for segment in merged}
+    return [segment for segment in segments if id(segment) not in gone]
 
 
 def _cancel(writer: SegmentWriter, index: Index) -> None:
