@@ -572,6 +572,22 @@ def search_figures(tally: Tally) -> dict[str, Any]:
     }
 
 
+def outcome(live: dict, index: dict, counts, traffic, log_errors: list) -> dict:
+    """What a run or trial lost, doubled or failed: the fields every table row reports."""
+    return {
+        "lost": max(live["http_lost"], index["lost"]),
+        "dup": index["dup"],
+        "write_5xx": fives(counts, "write"),
+        "search_5xx": fives(counts, "search"),
+        "no_reply": counts_with(counts, "write no reply"),
+        "searches": search_figures(traffic.tally),
+        "live": live,
+        "index": index,
+        "client_problems": traffic.tally.problems[:5],
+        "log_errors": log_errors[:10],
+    }
+
+
 def fives(counts: Counter[str], prefix: str) -> int:
     return sum(n for name, n in counts.items() if name.startswith(f"{prefix} http 5"))
 
@@ -633,16 +649,7 @@ def part_kill(setup: Setup) -> dict[str, Any]:
             "write_gap_s": round(gap, 2),
             "apply_gap_s": round(apply_gap, 2),
             "acked": traffic.acked(),
-            "lost": max(live["http_lost"], index["lost"]),
-            "dup": index["dup"],
-            "write_5xx": fives(counts, "write"),
-            "search_5xx": fives(counts, "search"),
-            "no_reply": counts_with(counts, "write no reply"),
-            "searches": search_figures(traffic.tally),
-            "live": live,
-            "index": index,
-            "client_problems": traffic.tally.problems[:5],
-            "log_errors": log_errors[:10],
+            **outcome(live, index, counts, traffic, log_errors),
         }
         problem = bool(
             row["lost"]
@@ -710,16 +717,7 @@ def part_load(setup: Setup) -> dict[str, Any]:
         "ack_p99_ms": ms(percentile(traffic.tally.ack_seconds, 99)),
         "expected_present": live["search_expected"],
         "present": live["search_count"],
-        "lost": max(live["http_lost"], index["lost"]),
-        "dup": index["dup"],
-        "write_5xx": fives(counts, "write"),
-        "search_5xx": fives(counts, "search"),
-        "no_reply": counts_with(counts, "write no reply"),
-        "searches": search_figures(traffic.tally),
-        "live": live,
-        "index": index,
-        "client_problems": traffic.tally.problems[:5],
-        "log_errors": log_errors[:10],
+        **outcome(live, index, counts, traffic, log_errors),
     }
     problem = result["lost"] or result["dup"] or result["write_5xx"] or result["search_5xx"]
     problem = problem or not index["opens"] or live["tasks_not_succeeded"]
