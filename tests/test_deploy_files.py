@@ -64,18 +64,21 @@ def dockerfile_instructions() -> list[tuple[str, str]]:
     return instructions
 
 
-def test_compose_has_an_indexer_and_a_web_service_sharing_the_index(compose):
+def test_compose_has_an_indexer_a_web_service_and_a_writer_sharing_the_index(compose):
     services = compose["services"]
-    assert set(services) == {"indexer", "web"}
-    indexer, web = services["indexer"], services["web"]
+    assert set(services) == {"indexer", "web", "writer"}
+    indexer, web, writer = services["indexer"], services["web"], services["writer"]
     assert matches(indexer["command"], INDEX)
     assert matches(web["command"], SERVE)
     assert web["depends_on"]["indexer"]["condition"] == "service_completed_successfully"
     index_volume = indexer["command"][indexer["command"].index("--index") + 1]
     assert f"index:{index_volume}" in indexer["volumes"]
-    # Writable: the web workers apply the API's writes (their task queue lives there too).
+    # Writable: the workers queue writes there; the writer, its own process, applies them.
     assert f"index:{index_volume}" in web["volumes"]
-    assert web["environment"].get("SEARCHSVC_WRITER", "embedded") == "embedded"
+    assert web["environment"]["SEARCHSVC_WRITER"] == "off"
+    assert writer["command"] == ["searchsvc", "writer", "--index", index_volume]
+    assert f"index:{index_volume}" in writer["volumes"]
+    assert writer["restart"] == "unless-stopped"
     assert web["environment"]["SEARCHSVC_INDEX"] == index_volume
     assert "index" in compose["volumes"]
 
