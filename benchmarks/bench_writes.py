@@ -790,12 +790,15 @@ def run(args: argparse.Namespace, workdir: Path) -> Results:
     index_dir = workdir / "index"
     documents = prepare_index(index_dir, args.start)
     token = create_key(index_dir)
-    server = Gunicorn(index_dir, workdir, args.workers)
+    writer_env = {"SEARCHSVC_WRITER": "off"} if args.separate_writer else {}
+    server = Gunicorn(index_dir, workdir, args.workers, extra_env=writer_env)
     startup = server.start()
+    writer = start_separate_writer(index_dir, workdir) if args.separate_writer else None
     api = Api(server.port, token)
     results.setup = {
         "records": len(records),
         "workers": args.workers,
+        "writer": "searchsvc writer process" if writer else "a thread in a worker",
         "start": args.start,
         "documents_at_start": documents,
         "startup_seconds": round(startup, 1),
@@ -836,17 +839,31 @@ def run(args: argparse.Namespace, workdir: Path) -> Results:
         results.setup["log_errors"] = server.log_errors()[:20]
     finally:
         server.stop()
+        if writer is not None:
+            writer.terminate()
+            writer.wait(timeout=30)
     return results
+
+
+def start_separate_writer(index_dir: Path, workdir: Path) -> subprocess.Popen:
+    """`searchsvc writer` on the index, for gunicorn started with SEARCHSVC_WRITER=off."""
+    with open(workdir / "writer.log", "ab") as log:
+        return subprocess.Popen(
+            [str(GUNICORN.with_name("searchsvc")), "writer", "--index", str(index_dir)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def print_tables(results: Results, command: str) -> None:
     setup, phases = results.setup, results.phases
     print_section(
         "Write API through gunicorn",
-        f"{setup['records']:,} arXiv-2025 records, {setup['workers']} workers, "
-        f"{setup['cpus']} CPUs, load {' '.join(setup['load_average'])}; index started "
-        f"{setup['start']} ({setup['documents_at_start']} documents), server ready in "
-        f"{setup['startup_seconds']} s.\n\n    {command}",
+        f"{setup['records']:,} arXiv-2025 records, {setup['workers']} workers, writer: "
+        f"{setup['writer']}, {setup['cpus']} CPUs, load {' '.join(setup['load_average'])}; "
+        f"index started {setup['start']} ({setup['documents_at_start']} documents), "
+        f"server ready in {setup['startup_seconds']} s.\n\n    {command}",
     )
     rows = []
     for name in ("bulk", "bulk_again"):
@@ -969,6 +986,12 @@ def main(argv: list[str] | None = None) -> None:
         help="ingest the records again (replacing them) from N clients, for comparison",
     )
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
+    parser.add_argument(
+        "--separate-writer",
+        action="store_true",
+        help="apply writes in a `searchsvc writer` process (SEARCHSVC_WRITER=off), not a "
+        "worker's thread",
+    )
     parser.add_argument("--start", choices=("seeds", "empty"), default="seeds")
     parser.add_argument("--ack-writes", type=int, default=300)
     parser.add_argument("--ack-clients", type=int, default=4)
