@@ -180,7 +180,6 @@ def _update_through(
         with queue.writer_role() as elected:
             if elected:
                 # No writer runs: be the writer until this task is applied.
-                queue.requeue_abandoned()
                 writer = TaskWriter(queue, backend)
                 while not queue.get(task.id).done and writer.apply_next_batch():
                     pass

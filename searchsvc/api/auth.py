@@ -44,10 +44,6 @@ def _refused(status: int) -> Response:
     return error_response(403, "forbidden", "the API key lacks the scope this request needs")
 
 
-def current_key() -> ApiKey | None:
-    return auth.current_user()
-
-
 def _key_of_request() -> str:
     key = auth.current_user()
     return f"key:{key.id}" if key is not None else f"ip:{request.remote_addr}"
@@ -57,6 +53,8 @@ limiter = Limiter(_key_of_request, storage_uri="memory://", headers_enabled=True
 
 
 def write_limit() -> str:
+    # flask-limiter parses the limit even for an exempt request: an empty setting (no limit,
+    # no_write_limit) still needs a well-formed one.
     return current_app.config["WRITE_RATE_LIMIT"] or "1/second"
 
 

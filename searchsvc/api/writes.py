@@ -27,7 +27,7 @@ from searchsvc.api.record_input import (
 )
 from searchsvc.errors import InvalidRequest
 from searchsvc.extension import get_queue
-from searchsvc.tasks import MAX_TASK_ID, MAX_WAIT_SECONDS, STATUSES, Task
+from searchsvc.tasks import KINDS, MAX_TASK_ID, MAX_WAIT_SECONDS, STATUSES, Task
 
 blp = Blueprint(
     "writes",
@@ -52,7 +52,7 @@ class TaskSchema(Schema):
     """A write task: what it carries and what became of it."""
 
     id = fields.Integer(required=True)
-    kind = fields.String(required=True, validate=validate.OneOf(("upsert", "delete")))
+    kind = fields.String(required=True, validate=validate.OneOf(KINDS))
     status = fields.String(required=True, validate=validate.OneOf(STATUSES))
     size = fields.Integer(required=True, metadata={"description": "Records or ids it carries."})
     origin = fields.String(required=True, metadata={"description": "api or cli."})
@@ -252,6 +252,6 @@ def tasks(args: dict[str, Any]) -> Response:
 
 
 def document(api: Any) -> None:
-    """Name the input schemas in the OpenAPI document and mark the views secured."""
+    """Name the input schemas in the OpenAPI document (the request bodies refer to them)."""
     api.spec.components.schema("RecordInput", schema=RecordInputSchema)
     api.spec.components.schema("DeleteInput", schema=DeleteInputSchema)

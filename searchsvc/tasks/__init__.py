@@ -13,6 +13,7 @@ from pathlib import Path
 from searchsvc.backends import checked_location, whoosh_path
 from searchsvc.errors import InvalidLocation
 from searchsvc.tasks.queue import (
+    KINDS,
     MAX_TASK_ID,
     MAX_WAIT_SECONDS,
     STATUSES,
@@ -25,6 +26,7 @@ from searchsvc.tasks.writer import TaskWriter
 QUEUE_FILE = "searchsvc.sqlite3"
 
 __all__ = [
+    "KINDS",
     "MAX_TASK_ID",
     "MAX_WAIT_SECONDS",
     "QUEUE_FILE",

@@ -311,15 +311,6 @@ class TaskQueue:
                 [(item.task.id,) for item in claimed],
             )
 
-    def requeue_abandoned(self) -> int:
-        """Put back the tasks a writer that died was processing; only a new writer calls it."""
-        with self.transaction() as connection:
-            cursor = connection.execute(
-                "UPDATE tasks SET status = 'enqueued', started_at = NULL "
-                "WHERE status = 'processing'"
-            )
-        return cursor.rowcount
-
     def succeed(self, claimed: Sequence[ClaimedTask], batch: dict[str, Any]) -> None:
         """Record that the engine committed these tasks; their payloads are no longer kept."""
         finished_at = _now()

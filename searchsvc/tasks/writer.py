@@ -9,7 +9,7 @@ the writer starts and restarts with the service; `searchsvc writer` runs one on 
 A batch is the oldest enqueued tasks, up to `batch_records` records and ids: their operations
 folded in task order (a later upsert or delete of an id wins), written in one atomic engine
 commit, then marked succeeded together. A crash between the commit and the marking leaves the
-tasks `processing`; the next writer puts them back and applies them again, which changes
+tasks `processing`; the next claim takes them again first and applies them again, which changes
 nothing (upserts and deletes by id are idempotent), so no acknowledged write is lost.
 """
 
@@ -101,7 +101,7 @@ class TaskWriter:
         try:
             self.queue.release(claimed)
         except TaskQueueUnavailable:
-            # Left `processing`: the next writer to start puts them back.
+            # Left `processing`: the writer's next claim takes them first all the same.
             log.warning("could not put %d tasks back in the queue", len(claimed))
 
     def _apply(self, claimed: list[ClaimedTask]) -> None:
@@ -163,9 +163,6 @@ class TaskWriter:
             stop.wait(ELECTION_SECONDS)
 
     def _serve_as_writer(self, stop: threading.Event) -> None:
-        requeued = self.queue.requeue_abandoned()
-        if requeued:
-            log.info("writer: %d tasks of a stopped writer queued again", requeued)
         failures = 0
         while not stop.is_set():
             try:
