@@ -11,29 +11,23 @@ that with random text against Whoosh itself.
 
 from __future__ import annotations
 
-import itertools
 import re
-import string
 from collections.abc import Collection, Iterable
 from typing import cast
 
-import numpy as np
 from whoosh.analysis import STOP_WORDS
 from whoosh.support.charset import accent_map
 
 from searchsvc.backends.whoosh.schema import snowball_english
+from searchsvc.highlighting import _ARRAY_SPLIT_MIN_CHARS as _ARRAY_SPLIT_MIN_CHARS
+from searchsvc.highlighting import _SPLIT as _SPLIT
+from searchsvc.highlighting import _ascii_word_bounds as _ascii_word_bounds
+from searchsvc.highlighting import word_bounds as word_bounds
 
 # Whoosh's RegexTokenizer default pattern, `\w+(\.?\w+)*`, in a form that matches the same
 # words with less backtracking (the optional dot made every word character a branch point).
+# highlighting.py splits texts into the same words (`word_bounds`).
 _TOKEN = re.compile(r"\w+(?:\.\w+)*")
-_SPLIT = re.compile(r"(\w+(?:\.\w+)*)")
-# Which bytes are word characters (`\w`) in ASCII text, and ASCII's full stop.
-_ASCII_WORD = np.zeros(256, dtype=bool)
-_ASCII_WORD[[ord(ch) for ch in string.ascii_letters + string.digits + "_"]] = True
-_DOT, _SPACE = ord("."), ord(" ")
-# From about this length on, ASCII text is split faster by array operations than by the regex
-# (the regex pays for every character, the arrays mostly a fixed cost per call).
-_ARRAY_SPLIT_MIN_CHARS = 400
 _MIN_WORD = 2  # StopFilter's minsize
 _STOP_WORDS = frozenset(STOP_WORDS)
 # Raw word -> (folded word, stem), the stem None for a stop word. Bounded: distinct tokens
@@ -83,37 +77,6 @@ def text_words(text: str) -> tuple[int, list[tuple[str, str]]]:
     kept = cast("list[tuple[str, str]]", list(filter(None, fates)))  # stop words are False
     # Every word before the first kept one is a stop word (False), unequal to any pair.
     return (fates.index(kept[0]) if kept else 0), kept
-
-
-def word_bounds(text: str) -> tuple[list[str], list[int], list[int]]:
-    """The raw words of `text` (stop words included) with their start and end characters.
-
-    One C-level split and running sum instead of a match object per word: highlighting needs
-    the bounds of every word (for context) but the analysis of only the distinct ones.
-    """
-    if len(text) >= _ARRAY_SPLIT_MIN_CHARS and text.isascii():
-        return _ascii_word_bounds(text)
-    parts = _SPLIT.split(text)  # gap, word, gap, word, ..., gap
-    bounds = list(itertools.accumulate(map(len, parts)))
-    return parts[1::2], bounds[0:-1:2], bounds[1::2]
-
-
-def _ascii_word_bounds(text: str) -> tuple[list[str], list[int], list[int]]:
-    """`word_bounds` of ASCII text with array operations (no regex step per character).
-
-    A token of `_TOKEN` is a run of word characters in which a full stop between two word
-    characters counts as one too ("e.g" of "e.g.", "3.5"): the regex takes a full stop only
-    after a word character and only when a word character follows.
-    """
-    codes = np.frombuffer(text.encode("ascii"), np.uint8)
-    in_word = _ASCII_WORD[codes]
-    in_word[1:-1] |= in_word[:-2] & in_word[2:] & (codes[1:-1] == _DOT)
-    padded = np.zeros(len(in_word) + 2, dtype=bool)
-    padded[1:-1] = in_word
-    edges = np.flatnonzero(padded[1:] != padded[:-1])  # start, end, start, end, ...
-    # Non-word characters become spaces, so a whitespace split yields the tokens in order.
-    words = np.where(in_word, codes, _SPACE).tobytes().decode("ascii").split()
-    return words, edges[0::2].tolist(), edges[1::2].tolist()
 
 
 def highlight_terms(raws: Iterable[str]) -> dict[str, str]:
