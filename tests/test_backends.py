@@ -105,7 +105,7 @@ def test_an_unknown_scheme_is_refused_naming_the_known_ones(location):
     message = caught.value.message
     scheme = location.split("://")[0]
     assert f"unknown index location scheme {scheme}://" in message
-    assert "known: whoosh://, or a path" in message
+    assert "known: solr://, whoosh://, or a path" in message
     with pytest.raises(InvalidLocation):
         open_backend(location)
 
@@ -283,7 +283,7 @@ def test_a_registered_scheme_opens_its_backend(memtest):
     assert isinstance(backend, MemoryBackend) and backend.location == memtest
     with pytest.raises(InvalidLocation) as caught:
         checked_location("foo://x")
-    assert "known: memtest://, whoosh://, or a path" in caught.value.message
+    assert "known: memtest://, solr://, whoosh://, or a path" in caught.value.message
 
 
 def test_a_scheme_is_registered_in_lower_case(memtest):
@@ -337,5 +337,5 @@ def test_a_registered_backend_without_an_index_is_unavailable(memtest):
 
 
 def test_backends_are_restored_after_a_registration(memtest):
-    assert set(BACKENDS) == {"whoosh", "memtest"}
+    assert set(BACKENDS) == {"whoosh", "solr", "memtest"}
     assert backends.BACKENDS is BACKENDS

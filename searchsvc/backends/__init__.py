@@ -47,6 +47,7 @@ LocationCheck = Callable[[str], object]
 # scheme -> "module:factory", imported on first use.
 BACKENDS: dict[str, str | BackendFactory] = {
     "whoosh": "searchsvc.backends.whoosh.backend:WhooshBackend.from_location",
+    "solr": "searchsvc.backends.solr.backend:SolrBackend.from_location",
 }
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
@@ -117,7 +118,14 @@ def whoosh_path(url: str) -> str:
     return unquote(parts.path)
 
 
-_LOCATION_CHECKS: dict[str, LocationCheck] = {"whoosh": whoosh_path}
+def _solr_location(url: str) -> object:
+    # Imported here: the location parser is light, the backend (requests) is not.
+    from searchsvc.backends.solr.location import parse_location
+
+    return parse_location(url)
+
+
+_LOCATION_CHECKS: dict[str, LocationCheck] = {"whoosh": whoosh_path, "solr": _solr_location}
 
 
 def _import(target: str) -> BackendFactory:

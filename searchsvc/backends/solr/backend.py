@@ -1,0 +1,292 @@
+"""SolrBackend: the engine contract over a SolrCloud collection (a `solr://` location)."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from searchsvc.backends.contract import (
+    NoProgress,
+    Progress,
+    SearchBackend,
+    WriteResult,
+    unique_by_id,
+)
+from searchsvc.backends.solr import browse
+from searchsvc.backends.solr.admin import Collections
+from searchsvc.backends.solr.connection import CollectionMissing, SolrConnection
+from searchsvc.backends.solr.documents import META_ID, to_document
+from searchsvc.backends.solr.location import SolrLocation, parse_location
+from searchsvc.backends.solr.search import execute_search
+from searchsvc.backends.solr.terms import Vocabulary
+from searchsvc.errors import IndexUnavailable
+from searchsvc.facets import facet_named
+from searchsvc.query import (
+    MAX_FACET_SIZE,
+    MAX_PER_PAGE,
+    AuthorView,
+    FacetValue,
+    Hit,
+    IndexStats,
+    SearchRequest,
+    SearchResult,
+    Suggestions,
+    check_int,
+)
+from searchsvc.records import Record
+
+# Documents sent to Solr per update request.
+BATCH_DOCUMENTS = 500
+# How long a version token is reused before Solr is asked again (as the Whoosh backend looks
+# at its directory at most every half second).
+VERSION_INTERVAL = 0.5
+# Ids looked up per request to tell added from replaced records.
+ID_LOOKUP_BATCH = 1_000
+# Separators of an id list: the first that no id of a batch contains is used (the last is a
+# private-use character, in no real id).
+_SEPARATORS = (",", "|", ";", "\ue000\ue001\ue002")
+
+
+class SolrBackend(SearchBackend):
+    """Search over a SolrCloud collection; safe to share between threads.
+
+    Opening does not reach Solr: reads raise IndexUnavailable until the collection exists (and
+    while no node answers), and the first write creates it with the shipped configset.
+    """
+
+    def __init__(self, location: SolrLocation) -> None:
+        self.settings = location
+        self.location = location.url
+        self.connection = SolrConnection(location)
+        self.vocabulary = Vocabulary(self.connection)
+        self.collections = Collections(
+            self.connection, location.collection, location.shards, location.replicas
+        )
+        self._version: tuple[float, str, dict[str, Any]] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_location(cls, url: str) -> SolrBackend:
+        return cls(parse_location(url))
+
+    # -- read side ---------------------------------------------------------------------------
+    def search(self, request: SearchRequest) -> SearchResult:
+        return execute_search(self.connection, self.vocabulary, request)
+
+    def get(self, record_id: str) -> Record:
+        return browse.get_record(self.connection, record_id)
+
+    def similar(self, record_id: str, limit: int = 10) -> tuple[Hit, ...]:
+        return browse.similar(self.connection, record_id, _check_limit(limit))
+
+    def suggest(self, prefix: str, limit: int = 10) -> Suggestions:
+        return browse.suggest(self.connection, self.vocabulary, prefix, _check_limit(limit))
+
+    def facet_values(self, facet: str, prefix: str = "", limit: int = 10) -> tuple[FacetValue, ...]:
+        facet_named(facet)
+        return browse.facet_values(
+            self.connection, facet, prefix, _check_limit(limit, MAX_FACET_SIZE)
+        )
+
+    def author(self, name: str, page: int = 1, per_page: int = 20) -> AuthorView:
+        SearchRequest(page=page, per_page=per_page)  # the request's checks of both
+        return browse.author_view(self.connection, name, page, per_page)
+
+    def stats(self, top: int = 10) -> IndexStats:
+        version, meta = self._meta(force=True)
+        return browse.index_stats(self.connection, top, meta, version, self.location)
+
+    def version(self) -> str:
+        return self._meta()[0]
+
+    def records(self) -> Iterator[Record]:
+        # The collection itself, not the alias: an export runs on one state of the index even
+        # if a rebuild swaps the alias meanwhile.
+        target = self.collections.target()
+        if target is None:
+            raise CollectionMissing(f"there is no index at {self.location} yet", engine="solr")
+        return browse.export(self.connection, target)
+
+    # -- write side --------------------------------------------------------------------------
+    def check_writable(self) -> None:
+        # Asking the cluster for its collections fails now if no node answers.
+        self.collections.collections()
+
+    def rebuild(
+        self,
+        records: Sequence[Record],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        procs: int | None = None,
+        progress: Progress | None = None,
+    ) -> WriteResult:
+        records = unique_by_id(records)
+        progress = progress or NoProgress()
+        before = self.collections.target()
+        if before == self.settings.collection:
+            raise IndexUnavailable(
+                f"{self.settings.collection} is a collection searchsvc did not create: a "
+                "rebuild fills a new collection and points an alias of that name at it; "
+                "delete the collection or choose another name",
+                engine="solr",
+            )
+        fresh = self.collections.create_generation()
+        try:
+            self._send(fresh, records, (), progress, first_seq=0)
+            progress.stage("commit")
+            meta = {"built_at": _now(), "metadata": dict(metadata or {}), "documents": len(records)}
+            self._commit(fresh, meta)
+            self.collections.point_alias(fresh)
+        except BaseException:
+            self.collections.delete(fresh)
+            raise
+        self.collections.delete_older_than(fresh)
+        self.refresh()
+        return WriteResult(added=len(records), version=self.version(), writer=self._describe())
+
+    def write(
+        self,
+        upserts: Sequence[Record] = (),
+        deletes: Sequence[str] = (),
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        progress: Progress | None = None,
+    ) -> WriteResult:
+        upserts = unique_by_id(upserts)
+        target = self.collections.target()
+        if target is None:
+            # No index yet: the first write builds one (deleting from nothing deletes nothing).
+            if not upserts:
+                return WriteResult(version="")
+            return self.rebuild(upserts, metadata=metadata, progress=progress)
+        progress = progress or NoProgress()
+        upserted = {record.id for record in upserts}
+        present = self._present(target, [*upserted, *deletes])
+        replaced = len(upserted & present)
+        deleted = len((set(deletes) - upserted) & present)
+        # Written records come after every record written before (nanoseconds since the epoch).
+        self._send(target, upserts, deletes, progress, first_seq=time.time_ns())
+        progress.stage("commit")
+        _, meta = self._meta(force=True)
+        meta["last_update"] = {
+            **dict(metadata or {}),
+            "added": len(upserts) - replaced,
+            "replaced": replaced,
+            "deleted": deleted,
+        }
+        self._commit(target, meta)
+        self.refresh()
+        return WriteResult(
+            added=len(upserts) - replaced,
+            replaced=replaced,
+            deleted=deleted,
+            version=self.version(),
+            writer=self._describe(),
+        )
+
+    def refresh(self) -> None:
+        with self._lock:
+            self._version = None
+
+    def close(self) -> None:
+        self.connection.close()
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _send(
+        self,
+        collection: str,
+        upserts: Sequence[Record],
+        deletes: Sequence[str],
+        progress: Progress,
+        first_seq: int,
+    ) -> None:
+        """Deletes, then the records, uncommitted: nothing is visible before `_commit`."""
+        for start in range(0, len(deletes), ID_LOOKUP_BATCH):
+            self._update(collection, {"delete": list(deletes[start : start + ID_LOOKUP_BATCH])})
+        for start in range(0, len(upserts), BATCH_DOCUMENTS):
+            batch = upserts[start : start + BATCH_DOCUMENTS]
+            documents = [
+                to_document(record, first_seq + start + n) for n, record in enumerate(batch)
+            ]
+            self._update(collection, documents)
+            progress.advance(len(batch))
+
+    def _commit(self, collection: str, meta: dict[str, Any]) -> None:
+        """The meta document with a new version token, and the commit that shows it all."""
+        meta = {**meta, "version": secrets.token_hex(8)}
+        document = {"id": META_ID, "kind": "meta", "meta": orjson.dumps(meta).decode()}
+        self._update(collection, [document], commit=True)
+
+    def _update(self, collection: str, body: Any, commit: bool = False) -> None:
+        params: list[tuple[str, Any]] = []
+        if commit:
+            params += [("commit", "true"), ("waitSearcher", "true")]
+        self.connection.request(
+            "POST",
+            "update",
+            params,
+            data=orjson.dumps(body),
+            headers={"Content-Type": "application/json"},
+            collection=collection,
+        )
+
+    def _present(self, collection: str, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` are indexed in `collection`."""
+        found: set[str] = set()
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), ID_LOOKUP_BATCH):
+            batch = unique[start : start + ID_LOOKUP_BATCH]
+            # A separator no id of the batch holds (Solr trims control characters off it).
+            separator = next(s for s in _SEPARATORS if not any(s in i for i in batch))
+            answer = self.connection.post(
+                "select",
+                [
+                    ("q", "{!terms f=id separator=$sep v=$ids}"),
+                    ("sep", separator),
+                    ("ids", separator.join(batch)),
+                    ("fq", "kind:record"),
+                    ("fl", "id"),
+                    ("rows", len(batch)),
+                ],
+                form=True,
+                collection=collection,
+            )
+            found.update(doc["id"] for doc in answer["response"]["docs"])
+        return found
+
+    def _meta(self, force: bool = False) -> tuple[str, dict[str, Any]]:
+        """The version token and metadata of the visible index (cached for half a second)."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._version
+        if cached is not None and not force and now - cached[0] < VERSION_INTERVAL:
+            return cached[1], dict(cached[2])
+        answer = self.connection.post(
+            "select",
+            [("q", "{!term f=id v=$id}"), ("id", META_ID), ("fl", "meta"), ("rows", 1)],
+            form=True,
+        )
+        docs = answer["response"]["docs"]
+        meta = orjson.loads(docs[0]["meta"]) if docs else {}
+        version = str(meta.get("version", ""))
+        with self._lock:
+            self._version = (now, version, meta)
+        return version, dict(meta)
+
+    def _describe(self) -> str:
+        shape = f"{self.settings.shards} shards x {self.settings.replicas} replicas"
+        return f"SolrCloud collection of {shape}"
+
+
+def _check_limit(limit: int, maximum: int = MAX_PER_PAGE) -> int:
+    return check_int("limit", limit, 1, maximum)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

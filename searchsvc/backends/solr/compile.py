@@ -1,0 +1,241 @@
+"""The product's query tree -> a Solr (Lucene syntax) query of index terms.
+
+Words are analysed here as the schema analyses text (analysis.py) and sent as the index's own
+terms; the fields' query analyzers only split on whitespace, so Solr searches exactly these
+terms. The shapes follow the Whoosh backend's compiler (its queries/compile.py): a word without
+a field searches each ranked field of the request with that field's boost, a word the analyser
+splits (`GPU-based`) matches any of its parts, wildcard and fuzzy words become a bounded OR of
+the most frequent matching terms, and what is excluded adds nothing to a score.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from searchsvc import querylang as ql
+from searchsvc.backends.solr import analysis
+from searchsvc.backends.solr.terms import MIN_LITERAL_PREFIX, Vocabulary
+from searchsvc.texts import fold
+
+# Ranked fields a word without a field searches, and their boosts (as the Whoosh index's).
+SEARCH_FIELDS = ("content", "author_names")
+FIELD_BOOSTS = {"content": 1.0, "author_names": 0.5, "title": 1.0, "abstract": 1.0}
+REQUEST_FIELDS = {"title": "title", "abstract": "abstract", "authors": "author_names"}
+INDEX_FIELD_OF = {
+    "title": "title",
+    "abstract": "abstract",
+    "author": "author_names",
+    "category": "category_key",
+    "year": "year",
+}
+# Fields whose terms are stems of title/abstract words: highlighting marks them in both.
+HIGHLIGHTED_FIELDS = ("content", "title", "abstract")
+# Fields of title/abstract words: a word found in none of them may be a typo.
+WORD_FIELDS = ("content", "title", "abstract")
+# Unstemmed words of a stemmed field, searched for wildcards and fuzzy words.
+SPELLING_FIELD = {"content": "content_words"}
+NOTHING = "(-*:*)"  # matches no document
+_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|\s])')
+
+
+@dataclass
+class CompiledQuery:
+    """A Solr query, with what highlighting and did-you-mean need to know about it."""
+
+    text: str  # the query text (control characters blanked): word positions point into it
+    query: str  # Lucene syntax, `*:*` for every record
+    match_all: bool
+    highlight_terms: frozenset[str]
+    # A plain word's span in `text` -> its (field, term) pairs (did-you-mean looks at these).
+    words: dict[tuple[int, int], list[tuple[str, str]]] = field(default_factory=dict)
+
+
+def index_fields(request_fields: Iterable[str]) -> tuple[str, ...]:
+    """The index fields that rank a query searching the request's `fields`."""
+    wanted = set(request_fields)
+    if wanted >= set(REQUEST_FIELDS):
+        return SEARCH_FIELDS
+    chosen: list[str] = []
+    if {"title", "abstract"} <= wanted:
+        chosen.append("content")
+    else:
+        chosen.extend(REQUEST_FIELDS[name] for name in ("title", "abstract") if name in wanted)
+    if "authors" in wanted:
+        chosen.append("author_names")
+    return tuple(chosen)
+
+
+def compile_query(
+    tree: ql.QueryTree, request_fields: Iterable[str], vocabulary: Vocabulary
+) -> CompiledQuery:
+    if tree.match_all:
+        return CompiledQuery(tree.text, "*:*", True, frozenset())
+    compiler = _Compiler(index_fields(request_fields), vocabulary)
+    text = compiler.compile(tree.root, 1.0, positive=True)
+    return CompiledQuery(
+        tree.text,
+        text or NOTHING,
+        False,
+        frozenset(compiler.highlight_terms),
+        compiler.words,
+    )
+
+
+def term(field_name: str, text: str, boost: float = 1.0) -> str:
+    clause = f"{field_name}:{escape(text)}"
+    return clause if boost == 1.0 else f"{clause}^{_number(boost)}"
+
+
+def escape(text: str) -> str:
+    return _SPECIAL.sub(r"\\\1", text)
+
+
+def quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class _Compiler:
+    def __init__(self, search_fields: tuple[str, ...], vocabulary: Vocabulary) -> None:
+        self.search_fields = search_fields
+        self.vocabulary = vocabulary
+        self.highlight_terms: set[str] = set()
+        self.words: dict[tuple[int, int], list[tuple[str, str]]] = {}
+
+    def compile(self, node: ql.Node, boost: float, positive: bool) -> str:
+        """Lucene syntax for `node`, or "" for a node that matches nothing (a stop word)."""
+        if isinstance(node, ql.Or):
+            parts = [self.compile(c, boost * node.boost, positive) for c in node.children]
+            return _group(" OR ", [p for p in parts if p])
+        if isinstance(node, ql.And):
+            return self._all_of(node, boost * node.boost, positive)
+        if isinstance(node, ql.Not):
+            excluded = self.compile(node.child, 1.0, positive=False)
+            # What is excluded adds nothing to a score: every record, less the excluded.
+            return f"(*:* -{excluded})" if excluded else "*:*"
+        if isinstance(node, ql.MatchAll):
+            return "*:*"
+        if isinstance(node, ql.YearRange):
+            years = f"year:{node.low}" if node.single_year else f"year:[{node.low} TO {node.high}]"
+            return _boosted(years, boost * node.boost)
+        boost *= node.boost
+        if node.field is None:
+            copies = [
+                self._leaf(node, name, FIELD_BOOSTS.get(name, 1.0) * boost, positive)
+                for name in self.search_fields
+            ]
+            return _group(" OR ", [c for c in copies if c])
+        return self._leaf(node, INDEX_FIELD_OF[node.field], boost, positive)
+
+    def _all_of(self, node: ql.And, boost: float, positive: bool) -> str:
+        wanted = [
+            self.compile(c, boost, positive) for c in node.children if not isinstance(c, ql.Not)
+        ]
+        excluded = [
+            self.compile(c.child, 1.0, positive=False)
+            for c in node.children
+            if isinstance(c, ql.Not)
+        ]
+        if any(not part for part in wanted):
+            # A word that matches nothing (a stop word alone) matches nothing in an AND
+            # either... as in the Whoosh backend, where it is left out of the group.
+            wanted = [part for part in wanted if part]
+        clauses = [f"+{part}" for part in wanted] + [f"-{part}" for part in excluded if part]
+        if not wanted:
+            clauses.insert(0, "+*:*")
+        return "(" + " ".join(clauses) + ")"
+
+    def _leaf(self, node: ql.Leaf, field_name: str, boost: float, positive: bool) -> str:
+        if field_name == "category_key":
+            return self._exact(node, field_name, boost)
+        if isinstance(node, ql.Word):
+            terms = self._analysed(field_name, node.text)
+            self.words.setdefault((node.start, node.end), []).extend((field_name, t) for t in terms)
+        elif isinstance(node, ql.Phrase):
+            return self._phrase(node, field_name, boost, positive)
+        elif isinstance(node, ql.Wildcard):
+            terms = self._pattern(field_name, fold(node.pattern))
+        elif isinstance(node, ql.Fuzzy):
+            terms = self._fuzzy(field_name, node)
+        else:
+            raise TypeError(f"not a word leaf: {node!r}")
+        if positive and field_name in HIGHLIGHTED_FIELDS:
+            self.highlight_terms.update(terms)
+        return _group(" OR ", [term(field_name, t, boost) for t in dict.fromkeys(terms)])
+
+    def _exact(self, node: ql.Leaf, field_name: str, boost: float) -> str:
+        if isinstance(node, ql.Word | ql.Phrase):
+            return _boosted(f"{field_name}:{quoted(fold(node.text))}", boost)
+        if isinstance(node, ql.Wildcard):
+            return _boosted(f"{field_name}:{escape_wildcard(fold(node.pattern))}", boost)
+        if isinstance(node, ql.Fuzzy):
+            return _boosted(f"{field_name}:{escape(fold(node.text))}~{node.distance}", boost)
+        return ""
+
+    def _phrase(self, node: ql.Phrase, field_name: str, boost: float, positive: bool) -> str:
+        terms = self._analysed(field_name, node.text)
+        if positive and field_name in HIGHLIGHTED_FIELDS:
+            self.highlight_terms.update(terms)
+        if not terms:
+            return ""
+        if len(terms) == 1:
+            return term(field_name, terms[0], boost)
+        phrase = f"{field_name}:{quoted(' '.join(terms))}"
+        if node.slop:
+            phrase += f"~{node.slop}"
+        return _boosted(phrase, boost)
+
+    def _analysed(self, field_name: str, text: str) -> list[str]:
+        if field_name == "author_names":
+            return analysis.name_words(text)
+        return analysis.stems(text)
+
+    def _pattern(self, field_name: str, pattern: str) -> list[str]:
+        found = set(self.vocabulary.matching(field_name, pattern))
+        spelling = SPELLING_FIELD.get(field_name)
+        if spelling:
+            # Index terms are stems ("congest"), so `congest?on` is matched against the
+            # unstemmed words, whose stems are then searched.
+            found.update(
+                analysis.stem(word) for word in self.vocabulary.matching(spelling, pattern)
+            )
+        literal = re.split(r"[*?]", pattern, maxsplit=1)[0]
+        # A short literal start (`a*`, `*ing`) means "a sample", not "the commonest word".
+        return self.vocabulary.most_frequent(
+            field_name, found, keep_first=len(literal) >= MIN_LITERAL_PREFIX
+        )
+
+    def _fuzzy(self, field_name: str, node: ql.Fuzzy) -> list[str]:
+        typed = fold(node.text)
+        analysed = self._analysed(field_name, typed)
+        found: set[str] = set()
+        if analysed:
+            found.update(self.vocabulary.within(field_name, analysed[0], node.distance))
+        spelling = SPELLING_FIELD.get(field_name)
+        if spelling and re.fullmatch(r"\w+", typed):
+            # Stemming can move a typo further away ("schedulng" vs "schedul"): the word as
+            # typed is also compared with the unstemmed words.
+            for word in self.vocabulary.within(spelling, typed, node.distance):
+                found.update(analysis.stems(word))
+        return self.vocabulary.most_frequent(field_name, found)
+
+
+def escape_wildcard(pattern: str) -> str:
+    return "".join(ch if ch in "*?" else escape(ch) for ch in pattern)
+
+
+def _group(operator: str, parts: list[str]) -> str:
+    if not parts:
+        return ""
+    if len(parts) == 1:
+        return parts[0]
+    return "(" + operator.join(parts) + ")"
+
+
+def _boosted(clause: str, boost: float) -> str:
+    return clause if boost == 1.0 else f"({clause})^{_number(boost)}"
+
+
+def _number(value: float) -> str:
+    return f"{value:.6g}"

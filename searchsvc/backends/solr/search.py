@@ -1,0 +1,181 @@
+"""Searches on a collection: one Solr request for the ranked page, the exact total and the
+disjunctive facet counts (tagged filters, facets that exclude their own tag), then highlights
+and did-you-mean computed as the Whoosh backend computes them."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from searchsvc.backends.solr import analysis
+from searchsvc.backends.solr.compile import (
+    WORD_FIELDS,
+    CompiledQuery,
+    compile_query,
+    quoted,
+)
+from searchsvc.backends.solr.connection import SolrConnection
+from searchsvc.backends.solr.documents import RECORD_KIND, STORED_FIELDS, from_document
+from searchsvc.backends.solr.terms import Vocabulary
+from searchsvc.facets import FACET_NAMES
+from searchsvc.highlighting import highlight_record
+from searchsvc.query import FacetValue, Hit, SearchRequest, SearchResult
+from searchsvc.texts import fold
+
+RECORDS_ONLY = f"kind:{RECORD_KIND}"
+# The index field each facet is counted on and filtered by (filters fold case and accents).
+COUNT_FIELD = {"author": "author", "category": "category", "year": "year"}
+FILTER_FIELD = {"author": "author_key", "category": "category_key", "year": "year"}
+SORTS = {
+    "relevance": "score desc,seq asc",
+    "newest": "year desc,seq asc",
+    "oldest": "year asc,seq asc",
+    "title": "title_sort asc,seq asc",
+}
+SPELLING_FIELD = "content_words"
+MAX_CORRECTION_DISTANCE = 2
+MAX_CORRECTED_LENGTH = 32
+_WORD = re.compile(r"\w+")
+
+
+def execute_search(
+    connection: SolrConnection, vocabulary: Vocabulary, request: SearchRequest
+) -> SearchResult:
+    started = time.perf_counter()
+    compiled = compile_query(request.tree, request.fields, vocabulary)
+    sort = request.effective_sort
+    params: list[tuple[str, Any]] = [
+        ("q", compiled.query),
+        ("fq", RECORDS_ONLY),
+        ("fl", STORED_FIELDS + ",score"),
+        ("start", (request.page - 1) * request.per_page),
+        ("rows", request.per_page),
+        ("sort", SORTS["newest" if sort == "relevance" and compiled.match_all else sort]),
+    ]
+    params += filter_params(request)
+    params += facet_params(request.facets, request.facet_size)
+    answer = connection.post("select", params, form=True)
+    response = answer["response"]
+    ranked = sort == "relevance" and not compiled.match_all
+    matcher = analysis.highlight_matcher(compiled.highlight_terms) if request.highlight else None
+    hits = tuple(
+        Hit(
+            record=(record := from_document(document)),
+            score=float(document["score"]) if ranked else None,
+            highlights=highlight_record(record, matcher) if matcher is not None else {},
+        )
+        for document in response["docs"]
+    )
+    facets = facet_counts(answer, request.facets, {f: request.selected(f) for f in FACET_NAMES})
+    return SearchResult(
+        request=request,
+        total=int(response["numFound"]),
+        hits=hits,
+        facets=facets,
+        took_ms=(time.perf_counter() - started) * 1000,
+        suggestion=did_you_mean(vocabulary, compiled),
+    )
+
+
+def filter_params(request: SearchRequest) -> list[tuple[str, str]]:
+    """The year bounds, and one tagged filter per facet with a selection (OR within it)."""
+    params = []
+    if request.year_from is not None or request.year_to is not None:
+        low = "*" if request.year_from is None else request.year_from
+        high = "*" if request.year_to is None else request.year_to
+        params.append(("fq", f"year:[{low} TO {high}]"))
+    for facet in FACET_NAMES:
+        selected = request.selected(facet)
+        if selected:
+            field = FILTER_FIELD[facet]
+            values = " OR ".join(
+                quoted(value if facet == "year" else fold(value)) for value in selected
+            )
+            params.append(("fq", f"{{!tag={facet}}}{field}:({values})"))
+    return params
+
+
+def facet_params(facets: tuple[str, ...], size: int) -> list[tuple[str, Any]]:
+    if not facets:
+        return []
+    params: list[tuple[str, Any]] = [
+        ("facet", "true"),
+        ("facet.mincount", 1),
+        ("facet.sort", "count"),
+    ]
+    for facet in facets:
+        field = COUNT_FIELD[facet]
+        params.append(("facet.field", f"{{!ex={facet} key={facet}}}{field}"))
+        params.append((f"f.{field}.facet.limit", size))
+    return params
+
+
+def facet_counts(
+    answer: dict[str, Any], facets: tuple[str, ...], selected: dict[str, tuple[str, ...]]
+) -> dict[str, tuple[FacetValue, ...]]:
+    fields = answer.get("facet_counts", {}).get("facet_fields", {})
+    counted = {}
+    for facet in facets:
+        # Filters match case- and accent-insensitively: the flag follows the match.
+        chosen = {fold(value) for value in selected.get(facet, ())}
+        counted[facet] = tuple(
+            FacetValue(value, count, fold(value) in chosen)
+            for value, count in pairs(fields.get(facet, []))
+        )
+    return counted
+
+
+def pairs(flat: list[Any]) -> list[tuple[str, int]]:
+    """Solr's flat [value, count, value, count, ...] as (value, count) pairs, ties by value."""
+    found = [(str(flat[i]), int(flat[i + 1])) for i in range(0, len(flat) - 1, 2)]
+    return sorted(found, key=lambda item: (-item[1], item[0]))
+
+
+def did_you_mean(vocabulary: Vocabulary, compiled: CompiledQuery) -> str | None:
+    """The query with unknown words replaced by close indexed words, or None."""
+    candidates = {
+        span: terms
+        for span, terms in compiled.words.items()
+        if any(field in WORD_FIELDS for field, _ in terms)
+    }
+    if not candidates:
+        return None
+    by_field: dict[str, set[str]] = {}
+    for terms in candidates.values():
+        for field, term in terms:
+            by_field.setdefault(field, set()).add(term)
+    known = {
+        (field, term)
+        for field, terms in by_field.items()
+        for term, count in vocabulary.frequencies(field, terms).items()
+        if count
+    }
+    replacements = []
+    for (start, end), terms in sorted(candidates.items()):
+        if any(pair in known for pair in terms):
+            continue
+        word = compiled.text[start:end]
+        # A number is no misspelt word ("2023" is not a typo of "23").
+        if not _WORD.fullmatch(word) or word.isdigit() or len(word) > MAX_CORRECTED_LENGTH:
+            continue
+        corrected = correct(vocabulary, fold(word))
+        if corrected:
+            replacements.append((start, end, corrected))
+    if not replacements:
+        return None
+    text = compiled.text
+    for start, end, word in reversed(replacements):
+        text = text[:start] + word + text[end:]
+    return " ".join(text.split())
+
+
+def correct(vocabulary: Vocabulary, word: str) -> str | None:
+    """The most frequent indexed word nearest to `word` (sharing its first letter), or None."""
+    for distance in range(1, MAX_CORRECTION_DISTANCE + 1):
+        found = [w for w in vocabulary.within(SPELLING_FIELD, word, distance) if w != word]
+        if found:
+            stems = {w: (analysis.stems(w) or [""])[0] for w in found}
+            counts = vocabulary.frequencies("content", set(stems.values()))
+            return max(found, key=lambda w: (counts.get(stems[w], 0), w))
+    return None
