@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import threading
 import time
@@ -100,7 +101,8 @@ class SolrBackend(SearchBackend):
 
     def stats(self, top: int = 10) -> IndexStats:
         version, meta = self._meta(force=True)
-        return browse.index_stats(self.connection, top, meta, version, self.location)
+        stats = browse.index_stats(self.connection, top, meta, version, self.location)
+        return dataclasses.replace(stats, size_bytes=self._size_bytes())
 
     def version(self) -> str:
         return self._meta()[0]
@@ -278,6 +280,22 @@ class SolrBackend(SearchBackend):
         with self._lock:
             self._version = (now, version, meta)
         return version, dict(meta)
+
+    def _size_bytes(self) -> int:
+        """Bytes on disk of every replica of the collection, summed over the live nodes."""
+        target = self.collections.target()
+        total = 0
+        for node in self.connection.live_nodes():
+            try:
+                answer = self.connection.request(
+                    "GET", "/admin/cores", {"action": "STATUS"}, node=node
+                )
+            except IndexUnavailable:
+                continue  # a node going down now: its cores are not counted
+            for core in answer.get("status", {}).values():
+                if core.get("cloud", {}).get("collection") == target:
+                    total += int(core.get("index", {}).get("sizeInBytes", 0))
+        return total
 
     def _describe(self) -> str:
         shape = f"{self.settings.shards} shards x {self.settings.replicas} replicas"

@@ -58,13 +58,15 @@ class SolrConnection:
         timeout: float | None = None,
         collection: str | None = None,
         retry: bool = True,
+        node: str | None = None,
     ) -> dict[str, Any]:
         """The JSON answer of `path` on some node; `path` is relative to the collection
         (`collection` or the location's) unless it starts with `/` (`/admin/collections`).
 
         `form` sends `params` as a form body (long queries do not fit in a URL). A node that
         cannot be reached is skipped; `retry=False` gives up after the first (for writes that
-        must not be sent twice... though Solr's updates by id are idempotent anyway).
+        must not be sent twice... though Solr's updates by id are idempotent anyway). `node`
+        (a base URL) asks that node alone (for its own cores' state).
         """
         if path.startswith("/"):
             suffix = path
@@ -72,7 +74,7 @@ class SolrConnection:
             suffix = f"/{collection or self.location.collection}/{path}"
         read_timeout = timeout or self.location.timeout
         failures: list[str] = []
-        for base in self._candidates():
+        for base in [node] if node else self._candidates():
             url = base + suffix
             try:
                 if form:

@@ -8,6 +8,8 @@ import re
 import time
 from typing import Any
 
+import orjson
+
 from searchsvc.backends.solr import analysis
 from searchsvc.backends.solr.compile import (
     WORD_FIELDS,
@@ -55,6 +57,9 @@ def execute_search(
     ]
     params += filter_params(request)
     params += facet_params(request.facets, request.facet_size)
+    checked = word_terms(compiled)
+    if checked:
+        params.append(("json.facet", word_count_facets(checked)))
     answer = connection.post("select", params, form=True)
     response = answer["response"]
     ranked = sort == "relevance" and not compiled.match_all
@@ -74,7 +79,7 @@ def execute_search(
         hits=hits,
         facets=facets,
         took_ms=(time.perf_counter() - started) * 1000,
-        suggestion=did_you_mean(vocabulary, compiled),
+        suggestion=did_you_mean(vocabulary, compiled, known_terms(answer, checked)),
     )
 
 
@@ -132,27 +137,46 @@ def pairs(flat: list[Any]) -> list[tuple[str, int]]:
     return sorted(found, key=lambda item: (-item[1], item[0]))
 
 
-def did_you_mean(vocabulary: Vocabulary, compiled: CompiledQuery) -> str | None:
-    """The query with unknown words replaced by close indexed words, or None."""
-    candidates = {
+def word_terms(compiled: CompiledQuery) -> list[tuple[str, str]]:
+    """The (field, term) pairs of the query's plain title/abstract words: did-you-mean looks
+    for close words only where none of a word's terms is indexed."""
+    return sorted({pair for terms in _correctable(compiled).values() for pair in terms})
+
+
+def word_count_facets(pairs_: list[tuple[str, str]]) -> str:
+    """JSON facets counting, over the whole index (not the matches), the documents holding
+    each pair's term: asked in the search's own request, not in one more round trip."""
+    facets = {
+        f"w{n}": {"type": "query", "q": f"{{!term f={field}}}{term}", "domain": {"query": "*:*"}}
+        for n, (field, term) in enumerate(pairs_)
+    }
+    return orjson.dumps(facets).decode()
+
+
+def known_terms(answer: dict[str, Any], pairs_: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    counts = answer.get("facets", {})
+    return {
+        pair
+        for n, pair in enumerate(pairs_)
+        if int((counts.get(f"w{n}") or {}).get("count", 0)) > 0
+    }
+
+
+def _correctable(compiled: CompiledQuery) -> dict[tuple[int, int], list[tuple[str, str]]]:
+    return {
         span: terms
         for span, terms in compiled.words.items()
         if any(field in WORD_FIELDS for field, _ in terms)
     }
-    if not candidates:
-        return None
-    by_field: dict[str, set[str]] = {}
-    for terms in candidates.values():
-        for field, term in terms:
-            by_field.setdefault(field, set()).add(term)
-    known = {
-        (field, term)
-        for field, terms in by_field.items()
-        for term, count in vocabulary.frequencies(field, terms).items()
-        if count
-    }
+
+
+def did_you_mean(
+    vocabulary: Vocabulary, compiled: CompiledQuery, known: set[tuple[str, str]]
+) -> str | None:
+    """The query with unknown words replaced by close indexed words, or None; `known` holds
+    the (field, term) pairs of its words found in some document."""
     replacements = []
-    for (start, end), terms in sorted(candidates.items()):
+    for (start, end), terms in sorted(_correctable(compiled).items()):
         if any(pair in known for pair in terms):
             continue
         word = compiled.text[start:end]
