@@ -160,3 +160,26 @@ def test_docker_compose_config_accepts_the_file():
         assert result.returncode == 0, result.stderr
         return
     pytest.skip("neither `docker compose` nor `docker-compose` is installed")
+
+
+def test_the_solr_override_points_every_service_at_one_collection(compose):
+    """docker-compose.solr.yml adds ZooKeeper and two Solr nodes and moves the indexer, web and
+    writer to one solr:// location the backend accepts; the task queue stays in the volume."""
+    from searchsvc.backends import checked_location
+
+    override = yaml.safe_load((ROOT / "docker-compose.solr.yml").read_text())
+    services = override["services"]
+    assert {"zookeeper", "solr1", "solr2"} <= set(services)
+    locations = set()
+    for name in ("indexer", "web", "writer"):
+        assert name in compose["services"]  # extends a service of the base file
+        environment = services[name]["environment"]
+        locations.add(environment["SEARCHSVC_INDEX"])
+        assert environment["SEARCHSVC_TASKS_DB"].startswith("/data/index/")
+    assert services["indexer"]["command"][-1] in locations
+    assert matches(services["indexer"]["command"], INDEX)
+    assert services["writer"]["command"] == ["searchsvc", "writer", "--index", *locations]
+    (location,) = locations
+    assert checked_location(location).startswith("solr://solr1:8983,solr2:8983/")
+    for node in ("solr1", "solr2"):
+        assert services[node]["environment"]["ZK_HOST"].startswith("zookeeper:")

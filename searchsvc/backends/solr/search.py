@@ -29,10 +29,14 @@ RECORDS_ONLY = f"kind:{RECORD_KIND}"
 # The index field each facet is counted on and filtered by (filters fold case and accents).
 COUNT_FIELD = {"author": "author", "category": "category", "year": "year"}
 FILTER_FIELD = {"author": "author_key", "category": "category_key", "year": "year"}
+# Year ties are broken by title, then by record order, as the Whoosh backend breaks them (its
+# FacetTable.order): with `seq` alone a browse, a newest/oldest page and the author view listed
+# equal years in another order than on Whoosh, so the same page of the same search held
+# different records on the two engines.
 SORTS = {
     "relevance": "score desc,seq asc",
-    "newest": "year desc,seq asc",
-    "oldest": "year asc,seq asc",
+    "newest": "year desc,title_sort asc,seq asc",
+    "oldest": "year asc,title_sort asc,seq asc",
     "title": "title_sort asc,seq asc",
 }
 SPELLING_FIELD = "content_words"
