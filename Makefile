@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SEEDS := $(wildcard seeds/*.txt)
 
-.PHONY: run index test test-fast typecheck lint format bench bench-index bench-search bench-relevance bench-http \
+.PHONY: run index solr run-solr test test-fast typecheck lint format bench bench-index bench-search bench-relevance bench-http \
 	bench-scale bench-writes bench-write-faults screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
@@ -34,8 +34,36 @@ run: index
 	SEARCHSVC_INDEX=$(INDEX) $(BIN)/gunicorn --config python:searchsvc.serving.gunicorn_conf \
 		--bind $(HOST):$(PORT) wsgi:app
 
+# The local SolrCloud's jars: Solr 9 from Maven Central, and its node launcher (Java 17+ and
+# Maven needed). The stamp is the one `searchsvc solr start` checks too.
+SOLR_JARS := solr/target/lib/.built
+SOLR_SOURCES := solr/pom.xml $(shell find solr/src -type f 2>/dev/null)
+
+$(SOLR_JARS): $(SOLR_SOURCES)
+	cd solr && mvn -B -q package
+	touch $@
+
+# A local SolrCloud in the foreground: ZooKeeper on 9983, Solr nodes on 8983 and 8984, data kept
+# in solr/data; Ctrl-C stops it. Prints the index location (solr://...).
+solr: $(SOLR_JARS) $(BIN)/.installed
+	$(BIN)/searchsvc solr start --data solr/data
+
+# `make run` on SolrCloud: the local cluster above, started in the background unless it runs
+# (stop it with `.venv/bin/searchsvc solr stop`), the seeds indexed into it when the collection
+# is missing, served by gunicorn as `make run` serves Whoosh. SOLR_INDEX=solr://... to serve
+# another cluster's collection.
+SOLR_INDEX ?= solr://127.0.0.1:8983,127.0.0.1:8984/solr/searchsvc
+SOLR_TASKS_DB ?= solr/data/searchsvc.sqlite3
+run-solr: $(SOLR_JARS) $(BIN)/.installed
+	$(BIN)/searchsvc solr status --data solr/data >/dev/null 2>&1 || \
+		$(BIN)/searchsvc solr start --data solr/data --detach
+	$(BIN)/searchsvc stats --index '$(SOLR_INDEX)' >/dev/null 2>&1 || \
+		$(BIN)/searchsvc index seeds/ --index '$(SOLR_INDEX)' --tasks-db $(SOLR_TASKS_DB)
+	SEARCHSVC_INDEX='$(SOLR_INDEX)' SEARCHSVC_TASKS_DB=$(SOLR_TASKS_DB) \
+		$(BIN)/gunicorn --config python:searchsvc.serving.gunicorn_conf --bind $(HOST):$(PORT) wsgi:app
+
 # The whole suite: lint, types, every test (browser and servers included). What .ci/run calls.
-test: $(BIN)/.installed-test
+test: $(BIN)/.installed-test $(SOLR_JARS)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

@@ -76,3 +76,17 @@ class PayloadTooLarge(SearchsvcError):
     """A request body, or a batch of records, is larger than the service takes."""
 
     code = "payload_too_large"
+
+
+class SolrClusterError(SearchsvcError):
+    """The local SolrCloud (`searchsvc solr`) cannot be built, started, stopped or reached:
+    Java or Maven missing, a port taken, a node that does not come up (the message says which)."""
+
+    code = "solr_cluster_error"
+
+
+class SolrClusterRunning(SolrClusterError):
+    """`start` found the local SolrCloud of that data directory already running: nothing to do,
+    which the command line reports as such rather than as a failure."""
+
+    code = "solr_cluster_running"

@@ -108,3 +108,14 @@ def runner():
 
     cli = CliRunner()
     return lambda *args: cli.invoke(main, [str(arg) for arg in args])
+
+
+@pytest.fixture(scope="session")
+def solr_cluster(tmp_path_factory):
+    """A running local SolrCloud (ZooKeeper + 2 nodes, tests.solr_cluster), shared by the whole
+    session and started only when a test asks for it (about 10-25 s). Do not stop or kill its
+    nodes: start your own with tests.solr_cluster.running_cluster for that."""
+    from tests.solr_cluster import running_cluster
+
+    with running_cluster(tmp_path_factory.mktemp("solr-cluster")) as cluster:
+        yield cluster

@@ -15,9 +15,9 @@ def main() -> None:
 
 def _register() -> None:
     # Imported here so each command module can import `common` without a cycle.
-    from searchsvc.cli import indexing, searching, writing
+    from searchsvc.cli import indexing, searching, solr, writing
 
-    for module in (indexing, searching, writing):
+    for module in (indexing, searching, writing, solr):
         for command in module.COMMANDS:
             main.add_command(command)
 
