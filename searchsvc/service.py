@@ -49,8 +49,8 @@ class SearchService:
 
     @classmethod
     def open(cls, location: str | os.PathLike[str]) -> SearchService:
-        """The index at `location` (a path, `whoosh:///abs/path`, another engine's URL); reads
-        raise IndexUnavailable while there is no index.
+        """The index at `location` (a path, `whoosh:///abs/path`, `solr://host:port/solr/NAME`);
+        reads raise IndexUnavailable while there is no index.
 
         Rebuilds and updates of the index are picked up by the backend without reopening.
         """

@@ -23,7 +23,10 @@ index_option = click.option(
     show_default=True,
     show_envvar=True,
     metavar="LOCATION",
-    help="Index location: a directory (whoosh:///ABS/PATH), or another engine's URL.",
+    help=(
+        "Index location: a directory (whoosh:///ABS/PATH), or a SolrCloud collection "
+        "(solr://HOST:PORT[,HOST:PORT...]/solr/NAME)."
+    ),
 )
 
 
@@ -33,7 +36,10 @@ tasks_db_option = click.option(
     envvar="SEARCHSVC_TASKS_DB",
     show_envvar=True,
     metavar="FILE",
-    help="The task queue's SQLite file (default: searchsvc.sqlite3 in the index directory).",
+    help=(
+        "The task queue's SQLite file (default: searchsvc.sqlite3 in the index directory; "
+        "needed for a Solr location)."
+    ),
 )
 
 
