@@ -8,20 +8,28 @@ they are: a rejected request becomes InvalidRequest (400), anything else IndexUn
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import requests
 
 from searchsvc.backends.solr.location import SolrLocation
-from searchsvc.errors import IndexUnavailable, InvalidRequest
+from searchsvc.errors import IndexUnavailable, InvalidRequest, SearchsvcError
 
 CONNECT_TIMEOUT = 3.0
+# How often the cluster's live nodes are asked for (after a request a node answered), and how
+# long that request may take.
+LIVE_NODES_INTERVAL = 60.0
+LIVE_NODES_TIMEOUT = 5.0
 # Messages Solr gives when the collection (or alias) is not there.
 _MISSING = ("not found", "could not find collection", "no such collection")
 # Longest part of a Solr error message passed on to a client.
 _MAX_MESSAGE = 300
+# A Java class name of an exception or error, with its colon (see _message).
+_JAVA_CLASS = re.compile(r"\b(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)\b:?\s*")
 
 Params = Sequence[tuple[str, str | int | float]] | Mapping[str, Any]
 
@@ -38,6 +46,7 @@ class SolrConnection:
         self._session = requests.Session()
         self._lock = threading.Lock()
         self._nodes: list[str] = list(location.base_urls)
+        self._nodes_learnt_at: float | None = None
 
     def get(self, path: str, params: Params | None = None, **options: Any) -> dict[str, Any]:
         return self.request("GET", path, params=params, **options)
@@ -110,14 +119,23 @@ class SolrConnection:
                     break
                 continue
             self._prefer(base)
-            return _answer(response, self.location.collection if not path.startswith("/") else "")
+            answer = _answer(response, self.location.collection if not path.startswith("/") else "")
+            if node is None:
+                self._learn_live_nodes()
+            return answer
         raise IndexUnavailable(
             f"no Solr node of {self.location.url} answered", engine="solr", tried=len(failures)
         )
 
-    def live_nodes(self) -> list[str]:
+    def live_nodes(self, timeout: float | None = None) -> list[str]:
         """The base URLs of the cluster's live nodes (from any node that answers)."""
-        answer = self.get("/admin/collections", {"action": "CLUSTERSTATUS"})
+        # includeAll=false: live_nodes alone, not every collection's state (Solr 9.10; older
+        # releases ignore both parameters and send everything, live_nodes included).
+        answer = self.get(
+            "/admin/collections",
+            {"action": "CLUSTERSTATUS", "includeAll": "false", "liveNodes": "true"},
+            timeout=timeout,
+        )
         nodes = answer.get("cluster", {}).get("live_nodes", [])
         return [_node_url(node, self.location.context) for node in nodes]
 
@@ -125,6 +143,28 @@ class SolrConnection:
         self._session.close()
 
     # -- node choice -------------------------------------------------------------------------
+    def _learn_live_nodes(self) -> None:
+        """Add the cluster's live nodes to the nodes tried, after the known ones; at most once
+        every LIVE_NODES_INTERVAL, after a node answered.
+
+        Without this only the location's nodes were ever tried: a location naming one node (the
+        README says any listed node will do) failed every request once that node was lost, the
+        other nodes answering all along (tests/test_solr_failover.py).
+        """
+        now = time.monotonic()
+        with self._lock:
+            learnt = self._nodes_learnt_at
+            if learnt is not None and now - learnt < LIVE_NODES_INTERVAL:
+                return
+            # Set first: the question is a request of its own, which comes back here.
+            self._nodes_learnt_at = now
+        try:
+            live = self.live_nodes(timeout=LIVE_NODES_TIMEOUT)
+        except SearchsvcError:
+            return  # asked again after the next interval; the known nodes serve meanwhile
+        with self._lock:
+            self._nodes += [base for base in live if base not in self._nodes]
+
     def _candidates(self) -> list[str]:
         with self._lock:
             nodes = list(self._nodes)
@@ -197,4 +237,8 @@ def _message(body: Any) -> str:
     elif body.get("failure"):
         text = str(body["failure"])
     first = text.strip().splitlines()[0] if text.strip() else ""
+    # Solr prefixes some messages with its Java exception's class ("org.apache.solr.search.
+    # SyntaxError: Cannot parse ..."), which reached API responses and the web page as it was:
+    # the class names are Solr's internals, not the service's error.
+    first = _JAVA_CLASS.sub("", first).strip()
     return first[:_MAX_MESSAGE]
