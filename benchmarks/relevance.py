@@ -36,6 +36,7 @@ DEPTH = 100
 # Each row: label, engine name, adapter options.
 VARIANTS: dict[str, tuple[str, dict]] = {
     "searchsvc": ("searchsvc", {}),
+    "searchsvc_solr": ("searchsvc_solr", {}),
     "fts5": ("fts5", {}),
     "plain_whoosh_fields": ("plain_whoosh", {"fields": ("title", "abstract")}),
     "plain_whoosh_combined": ("plain_whoosh", {"fields": ("content",)}),
@@ -44,6 +45,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
 DEFAULT_VARIANTS = tuple(VARIANTS)
 VARIANT_NOTES = {
     "searchsvc": "search core, SearchRequest(q=claim, per_page=100)",
+    "searchsvc_solr": "the same request on SolrCloud (2 shards x 2 replicas)",
     "fts5": "SQLite FTS5, porter unicode61, bm25(), OR of words",
     "plain_whoosh_fields": "Whoosh BM25F, title and abstract as separate fields, OR",
     "plain_whoosh_combined": "Whoosh BM25, one combined title+abstract field, OR",

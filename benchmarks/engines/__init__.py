@@ -145,10 +145,18 @@ def engine_classes() -> dict[str, type[Engine]]:
     from benchmarks.engines.fts5 import Fts5Engine
     from benchmarks.engines.plain_whoosh import PlainWhooshEngine
     from benchmarks.engines.searchsvc_core import SearchsvcEngine
+    from benchmarks.engines.searchsvc_solr import SearchsvcSolrEngine
     from benchmarks.engines.tantivy_engine import TantivyEngine
 
     return {
-        cls.name: cls for cls in (SearchsvcEngine, PlainWhooshEngine, Fts5Engine, TantivyEngine)
+        cls.name: cls
+        for cls in (
+            SearchsvcEngine,
+            SearchsvcSolrEngine,
+            PlainWhooshEngine,
+            Fts5Engine,
+            TantivyEngine,
+        )
     }
 
 

@@ -177,6 +177,9 @@ class LocalCluster:
                 if not node.running():
                     self._start(node, java, started)
             self.wait_until_live(timeout=timeout)
+            # A restart on kept data: the cores recover a moment after their nodes are live, and
+            # until then searches answer "no active replicas".
+            self.wait_until_active(timeout=timeout)
         except BaseException:
             # Nodes before ZooKeeper, as in stop().
             stop_all([p for p in started if p is not self.zookeeper], timeout=30.0)
@@ -258,6 +261,27 @@ class LocalCluster:
             [self.zookeeper, *(self.nodes[i] for i in chosen)],
             timeout,
             f"Solr nodes {names} were not all live",
+        )
+
+    def wait_until_active(self, timeout: float = 180.0) -> None:
+        """Wait until every replica of every collection is `active`."""
+
+        def all_active() -> bool:
+            status = self.cluster_status()
+            if status is None:
+                return False
+            return all(
+                replica.get("state") == "active"
+                for collection in (status.get("collections") or {}).values()
+                for shard in (collection.get("shards") or {}).values()
+                for replica in (shard.get("replicas") or {}).values()
+            )
+
+        self._wait(
+            all_active,
+            [self.zookeeper, *self.nodes],
+            timeout,
+            "the collections' replicas did not all become active",
         )
 
     def wait_for_live_nodes(self, expected: Sequence[str], timeout: float = 60.0) -> list[str]:
