@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from searchsvc.backends import SearchBackend, WriteResult, open_backend
 from searchsvc.backends.contract import unique_by_id
-from searchsvc.errors import IndexUnavailable, SourceError
+from searchsvc.errors import BuildInProgress, IndexUnavailable, SourceError
 from searchsvc.records import Deduplicator, Record
 from searchsvc.sources import Skipped, read_records
 from searchsvc.tasks import MAX_WAIT_SECONDS, TaskQueue, TaskWriter
@@ -181,8 +181,17 @@ def _update_through(
             if elected:
                 # No writer runs: be the writer until this task is applied.
                 writer = TaskWriter(queue, backend)
-                while not queue.get(task.id).done and writer.apply_next_batch():
-                    pass
+                try:
+                    while not queue.get(task.id).done and writer.apply_next_batch():
+                        pass
+                except (IndexUnavailable, BuildInProgress) as exc:
+                    # The task is on disk and a writer applies it later: saying only that the
+                    # engine failed (Solr down) read as if the update were lost.
+                    raise type(exc)(
+                        f"{exc.message} (task {task.id} stays queued: a writer applies it once "
+                        "the index can be written)",
+                        **exc.details,
+                    ) from None
         task = queue.wait(task.id, MAX_WAIT_SECONDS)
     if task.status == "failed":
         error = task.error or {}

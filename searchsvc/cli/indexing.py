@@ -13,7 +13,7 @@ from searchsvc.indexer import BuildSummary, build_index, update_index
 from searchsvc.query import IndexStats
 from searchsvc.service import SearchService
 from searchsvc.sources import FORMATS
-from searchsvc.tasks import TaskQueue, queue_path
+from searchsvc.tasks import TaskQueue, queue_path_if_any
 
 # Skipped records listed one per line after a build; the rest are only counted.
 MAX_SKIPPED_SHOWN = 20
@@ -70,14 +70,21 @@ def index(
     """
     if update and replace:
         raise click.UsageError("--replace is for a rebuild, not --update")
-    path = queue_path(index, tasks_db)
+    # An engine without a directory (Solr) has a queue only when --tasks-db names one. Without
+    # it nothing can have been written through the API: a build needs no queue, and an update
+    # is written to the engine at once (its commit is atomic as the writer's would be).
+    path = queue_path_if_any(index, tasks_db)
     if update:
         summary = update_index(
-            sources, index, format=format_, progress=progress, queue=TaskQueue(path)
+            sources,
+            index,
+            format=format_,
+            progress=progress,
+            queue=TaskQueue(path) if path is not None else None,
         )
     else:
         # No queue file: nothing was ever written through the API, and none is made for a build.
-        queue = TaskQueue(path) if path.exists() else None
+        queue = TaskQueue(path) if path is not None and path.exists() else None
         summary = build_index(
             sources,
             index,

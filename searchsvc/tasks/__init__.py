@@ -36,16 +36,31 @@ __all__ = [
     "TaskQueue",
     "TaskWriter",
     "queue_path",
+    "queue_path_if_any",
 ]
 
 
 def queue_path(location: str | os.PathLike[str], configured: str | os.PathLike[str] = "") -> Path:
     """The task queue's database file for an index location."""
+    path = queue_path_if_any(location, configured)
+    if path is None:
+        raise InvalidLocation(
+            f"{checked_location(location)} has no directory for the task queue: set "
+            "SEARCHSVC_TASKS_DB (--tasks-db on the command line) to a file path"
+        )
+    return path
+
+
+def queue_path_if_any(
+    location: str | os.PathLike[str], configured: str | os.PathLike[str] = ""
+) -> Path | None:
+    """`queue_path`, or None for an engine without a directory when no TASKS_DB is given (a
+    malformed location is still InvalidLocation)."""
+    # Checked even when TASKS_DB is given: `searchsvc keys create --tasks-db F --index solr://h:1`
+    # made keys for a location that no service would start with.
+    url = checked_location(location)
     if os.fspath(configured):
         return Path(os.path.abspath(configured))
-    url = checked_location(location)
     if url.startswith("whoosh://"):
         return Path(whoosh_path(url)) / QUEUE_FILE
-    raise InvalidLocation(
-        f"{url} has no directory for the task queue: set SEARCHSVC_TASKS_DB to a file path"
-    )
+    return None

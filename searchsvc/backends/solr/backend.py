@@ -44,6 +44,8 @@ from searchsvc.records import Record
 
 # Documents sent to Solr per update request.
 BATCH_DOCUMENTS = 500
+# Seconds an update request may take at least (whatever the location's read timeout).
+WRITE_TIMEOUT = 60.0
 # How long a version token is reused before Solr is asked again (as the Whoosh backend looks
 # at its directory at most every half second).
 VERSION_INTERVAL = 0.5
@@ -236,6 +238,9 @@ class SolrBackend(SearchBackend):
             data=orjson.dumps(body),
             headers={"Content-Type": "application/json"},
             collection=collection,
+            # Reads time out before gunicorn's worker does (location.DEFAULT_TIMEOUT); a batch
+            # and its commit are not bound by a request, and may take longer on a busy cluster.
+            timeout=max(self.settings.timeout, WRITE_TIMEOUT),
         )
 
     def _present(self, collection: str, ids: Sequence[str]) -> set[str]:

@@ -66,6 +66,8 @@ def similar(connection: SolrConnection, record_id: str, limit: int) -> tuple[Hit
             ("id", record_id),
             ("fq", RECORDS_ONLY),
             ("fl", STORED_FIELDS + ",score"),
+            # Ties in record order whatever the shards' addresses (see suggest).
+            ("sort", SORTS["relevance"]),
             ("rows", limit),
         ],
         form=True,
@@ -101,6 +103,10 @@ def suggest(
                 ("q", " ".join(clauses)),
                 ("fq", RECORDS_ONLY),
                 ("fl", STORED_FIELDS),
+                # Equal scores in record order, as on Whoosh and in searches: without a sort,
+                # Solr merges tied hits of different shards in an order that depends on the
+                # shards' node addresses, so suggestions changed from one cluster to another.
+                ("sort", SORTS["relevance"]),
                 ("rows", limit * 2),
             ],
             form=True,

@@ -5,7 +5,7 @@
 
 Any listed node will do: the backend asks one that answers for the cluster's live nodes and
 fails over among them. `shards` and `replicas` are used when the collection is created (the
-first write); `timeout` is the seconds a request may take (default 30).
+first write); `timeout` is the seconds a read may take (default 10; writes get at least 60).
 """
 
 from __future__ import annotations
@@ -18,7 +18,11 @@ from searchsvc.errors import InvalidLocation
 
 DEFAULT_SHARDS = 2
 DEFAULT_REPLICAS = 2
-DEFAULT_TIMEOUT = 30.0
+# Below gunicorn's worker timeout (SEARCHSVC_TIMEOUT, 30 s): at 30 a hung Solr got the worker
+# killed mid-request (the client an empty 500 from gunicorn, the warm-up of the next worker hung
+# too) before the read gave up with the service's 503. Writes, which no request waits for, take
+# longer (backend.WRITE_TIMEOUT).
+DEFAULT_TIMEOUT = 10.0
 MAX_SHARDS = 64
 MAX_REPLICAS = 8
 # Solr's own rule for collection and alias names.
@@ -64,6 +68,12 @@ def parse_location(url: str) -> SolrLocation:
     hosts = tuple(host.strip() for host in parts.netloc.split(",") if host.strip())
     if not hosts or not all(_HOST.fullmatch(host) for host in hosts):
         raise InvalidLocation(f"a Solr location names its nodes as HOST:PORT: {example}")
+    # The pattern takes any 1-5 digits: a port out of range (solr://h:99999/...) was accepted and
+    # failed only at the first request, as "no Solr node answered", instead of naming the port.
+    for host in hosts:
+        _, colon, port = host.rpartition(":")
+        if colon and port.isdigit() and not 0 < int(port) < 65536:
+            raise InvalidLocation(f"port {port} of {host} in a Solr location is not 1 to 65535")
     path = [unquote(part) for part in parts.path.split("/") if part]
     if len(path) != 2:
         raise InvalidLocation(f"a Solr location ends with /solr/COLLECTION: {example}")
