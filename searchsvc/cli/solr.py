@@ -33,7 +33,9 @@ def _data_dir(data: str | None) -> Path:
     return Path(data) if data else default_solr_dir() / "data"
 
 
-def _ports(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
+def _ports(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[int] | None:
+    if value is None:
+        return None
     try:
         ports = [int(part) for part in value.split(",") if part.strip()]
     except ValueError:
@@ -59,34 +61,54 @@ def solr() -> None:
 
 @solr.command("start")
 @data_option
+# The defaults are those the data directory was last started with (ZooKeeper knows its nodes by
+# address: a kept cluster restarted on other ports finds its replicas on nodes that no longer
+# exist), else Solr's usual ports.
 @click.option(
     "--ports",
-    default=",".join(map(str, DEFAULT_NODE_PORTS)),
-    show_default=True,
+    default=None,
     callback=_ports,
-    help="Solr node ports, comma-separated: one node per port.",
+    help=(
+        "Solr node ports, comma-separated: one node per port [default: as last started in "
+        f"--data, else {','.join(map(str, DEFAULT_NODE_PORTS))}]."
+    ),
 )
-@click.option("--zk-port", default=DEFAULT_ZK_PORT, show_default=True, help="ZooKeeper's port.")
+@click.option(
+    "--zk-port",
+    type=int,
+    default=None,
+    help=f"ZooKeeper's port [default: as last started, else {DEFAULT_ZK_PORT}].",
+)
 @click.option(
     "--zk-client-timeout",
-    default=DEFAULT_ZK_CLIENT_TIMEOUT_MS,
-    show_default=True,
+    type=int,
+    default=None,
     metavar="MS",
-    help="ZooKeeper session timeout of the nodes: how long a crashed node stays in live_nodes.",
+    help=(
+        "ZooKeeper session timeout of the nodes: how long a crashed node stays in live_nodes "
+        f"[default: as last started, else {DEFAULT_ZK_CLIENT_TIMEOUT_MS}]."
+    ),
 )
 @click.option(
     "--detach", is_flag=True, help="Leave the cluster running and return (stop it with `stop`)."
 )
 @reports_errors
 def start(
-    data: str | None, ports: list[int], zk_port: int, zk_client_timeout: int, detach: bool
+    data: str | None,
+    ports: list[int] | None,
+    zk_port: int | None,
+    zk_client_timeout: int | None,
+    detach: bool,
 ) -> None:
     """Start the cluster and wait until every node is live.
 
     In the foreground (the default) Ctrl-C or SIGTERM stops it; with --detach it keeps running.
     Prints the index location to give searchsvc (`solr://HOST:PORT,.../solr/COLLECTION`).
     """
-    cluster = LocalCluster(_data_dir(data), ports, zk_port, zk_client_timeout)
+    given = {"node_ports": ports, "zk_port": zk_port, "zk_client_timeout_ms": zk_client_timeout}
+    cluster = LocalCluster.from_data_dir(
+        _data_dir(data), **{name: value for name, value in given.items() if value is not None}
+    )
     if not detach:
         # SIGTERM (and SIGHUP: the terminal closed) stop the cluster as Ctrl-C does: all arrive
         # as KeyboardInterrupt. The JVMs, in sessions of their own, would outlive us otherwise.

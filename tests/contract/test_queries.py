@@ -31,6 +31,19 @@ def test_a_word_matches_title_and_abstract_stems(fixture_backend):
     assert ids(fixture_backend, "cache") == ["2201.00002"]
 
 
+def test_every_form_of_a_word_finds_the_others(empty_backend):
+    # Stems are the index's own on every engine: Lucene's Snowball English stems these `organ`,
+    # PyStemmer's `organiz`; either way each form finds every record.
+    forms = ("organization", "organized", "organizing", "organizations")
+    empty_backend.rebuild(
+        [Record(id=f"o-{n}", title=f"Self {form} networks") for n, form in enumerate(forms)]
+    )
+    for form in forms:
+        assert sorted(ids(empty_backend, form)) == ["o-0", "o-1", "o-2", "o-3"], form
+        marked = empty_backend.search(SearchRequest(q=form)).hits[0].highlights["title"]
+        assert "<mark>" in marked, form
+
+
 def test_every_word_counts_and_more_matching_words_rank_higher(fixture_backend):
     assert ids(fixture_backend, "caches inference datacenter") == ["2201.00002", "2101.00003"]
 

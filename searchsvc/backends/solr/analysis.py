@@ -58,12 +58,14 @@ def tokens(text: str) -> list[str]:
 
 
 def stems(text: str) -> list[str]:
-    """The index terms of a text field (`text_stemmed`) for `text`, in order."""
+    """PyStemmer's stems of the kept words of `text`, in order: what highlighting compares
+    (the index's own stems come from Solr: terms.IndexStems)."""
     return [stem for raw in tokens(text) if (stem := word_fate(raw)[1]) is not None]
 
 
 def words(text: str) -> list[str]:
-    """The unstemmed index terms (`text_words`) for `text`, in order."""
+    """The kept words of `text`, folded, unstemmed, in order: the index terms of `text_words`,
+    and what the index stems (`text_stemmed`)."""
     return [
         word for raw in tokens(text) if word_fate(raw)[1] is not None for word in [fold_word(raw)]
     ]

@@ -25,7 +25,7 @@ from searchsvc.backends.solr.connection import CollectionMissing, SolrConnection
 from searchsvc.backends.solr.documents import META_ID, to_document
 from searchsvc.backends.solr.location import SolrLocation, parse_location
 from searchsvc.backends.solr.search import execute_search
-from searchsvc.backends.solr.terms import Vocabulary
+from searchsvc.backends.solr.terms import IndexStems, Vocabulary
 from searchsvc.errors import IndexUnavailable
 from searchsvc.facets import facet_named
 from searchsvc.query import (
@@ -68,6 +68,7 @@ class SolrBackend(SearchBackend):
         self.location = location.url
         self.connection = SolrConnection(location)
         self.vocabulary = Vocabulary(self.connection)
+        self.index_stems = IndexStems(self.connection)
         self.collections = Collections(
             self.connection, location.collection, location.shards, location.replicas
         )
@@ -80,7 +81,7 @@ class SolrBackend(SearchBackend):
 
     # -- read side ---------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> SearchResult:
-        return execute_search(self.connection, self.vocabulary, request)
+        return execute_search(self.connection, self.vocabulary, self.index_stems, request)
 
     def get(self, record_id: str) -> Record:
         return browse.get_record(self.connection, record_id)
@@ -89,7 +90,9 @@ class SolrBackend(SearchBackend):
         return browse.similar(self.connection, record_id, _check_limit(limit))
 
     def suggest(self, prefix: str, limit: int = 10) -> Suggestions:
-        return browse.suggest(self.connection, self.vocabulary, prefix, _check_limit(limit))
+        return browse.suggest(
+            self.connection, self.vocabulary, self.index_stems, prefix, _check_limit(limit)
+        )
 
     def facet_values(self, facet: str, prefix: str = "", limit: int = 10) -> tuple[FacetValue, ...]:
         facet_named(facet)

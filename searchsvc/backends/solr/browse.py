@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from searchsvc.backends.solr import analysis
-from searchsvc.backends.solr.compile import quoted
+from searchsvc.backends.solr.compile import escape, quoted
 from searchsvc.backends.solr.connection import SolrConnection
 from searchsvc.backends.solr.documents import (
     STORED_FIELDS,
@@ -17,8 +17,8 @@ from searchsvc.backends.solr.documents import (
     lookup_parts,
     lookup_prefix,
 )
-from searchsvc.backends.solr.search import RECORDS_ONLY, SORTS, pairs
-from searchsvc.backends.solr.terms import MAX_EXPANSION, Vocabulary
+from searchsvc.backends.solr.search import EXACT_FACETS, RECORDS_ONLY, SORTS, pairs
+from searchsvc.backends.solr.terms import MAX_EXPANSION, IndexStems, Vocabulary
 from searchsvc.errors import RecordNotFound
 from searchsvc.facets import FACET_NAMES
 from searchsvc.query import AuthorView, FacetValue, Hit, IndexStats, Suggestions
@@ -80,17 +80,25 @@ def similar(connection: SolrConnection, record_id: str, limit: int) -> tuple[Hit
 
 
 def suggest(
-    connection: SolrConnection, vocabulary: Vocabulary, prefix: str, limit: int
+    connection: SolrConnection,
+    vocabulary: Vocabulary,
+    index_stems: IndexStems,
+    prefix: str,
+    limit: int,
 ) -> Suggestions:
     """Titles whose words start with the typed words, and author names with a word so."""
     words = _WORD.findall(fold(prefix))
     if not words:
         return Suggestions(prefix=prefix, titles=(), authors=())
     *complete, last = words
-    clauses = [f"+title:{stem}" for word in complete for stem in analysis.stems(word)]
+    clauses = [
+        f"+title:{escape(stem)}"
+        for word in complete
+        for stem in index_stems.stems(analysis.words(word))
+    ]
     # The last word is being typed: any title word starting with it, or with its stem.
     prefixed = set(vocabulary.prefixed("title", last))
-    stem = analysis.stem(last)
+    stem = index_stems.of([last])[last]
     if stem != last:
         prefixed.update(vocabulary.prefixed("title", stem))
     candidates = vocabulary.most_frequent("title", prefixed, MAX_EXPANSION, max_postings=None)
@@ -159,6 +167,7 @@ def author_view(connection: SolrConnection, name: str, page: int, per_page: int)
             ("f.year.facet.limit", -1),
             ("f.category.facet.limit", -1),
             ("f.author.facet.limit", MAX_COAUTHORS + 1),
+            *EXACT_FACETS,
         ],
         form=True,
     )
@@ -242,6 +251,7 @@ def _facet(
         ("facet.field", field),
         ("facet.mincount", 1),
         ("facet.limit", limit),
+        *EXACT_FACETS,
         ("facet.sort", "count"),
     ]
     if prefix is not None:

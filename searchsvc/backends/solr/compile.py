@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from searchsvc import querylang as ql
 from searchsvc.backends.solr import analysis
-from searchsvc.backends.solr.terms import MIN_LITERAL_PREFIX, Vocabulary
+from searchsvc.backends.solr.terms import MIN_LITERAL_PREFIX, IndexStems, Vocabulary
 from searchsvc.texts import fold
 
 # Ranked fields a word without a field searches, and their boosts (as the Whoosh index's).
@@ -68,11 +68,21 @@ def index_fields(request_fields: Iterable[str]) -> tuple[str, ...]:
 
 
 def compile_query(
-    tree: ql.QueryTree, request_fields: Iterable[str], vocabulary: Vocabulary
+    tree: ql.QueryTree,
+    request_fields: Iterable[str],
+    vocabulary: Vocabulary,
+    index_stems: IndexStems,
 ) -> CompiledQuery:
     if tree.match_all:
         return CompiledQuery(tree.text, "*:*", True, frozenset())
-    compiler = _Compiler(index_fields(request_fields), vocabulary)
+    # The index stems of every word of the query, in one request for those not known yet.
+    index_stems.of(
+        word
+        for leaf in tree.leaves()
+        if isinstance(leaf, ql.Word | ql.Phrase | ql.Fuzzy)
+        for word in analysis.words(leaf.text)
+    )
+    compiler = _Compiler(index_fields(request_fields), vocabulary, index_stems)
     text = compiler.compile(tree.root, 1.0, positive=True)
     return CompiledQuery(
         tree.text,
@@ -97,10 +107,16 @@ def quoted(text: str) -> str:
 
 
 class _Compiler:
-    def __init__(self, search_fields: tuple[str, ...], vocabulary: Vocabulary) -> None:
+    def __init__(
+        self, search_fields: tuple[str, ...], vocabulary: Vocabulary, index_stems: IndexStems
+    ) -> None:
         self.search_fields = search_fields
         self.vocabulary = vocabulary
+        self.index_stems = index_stems
         self.highlight_terms: set[str] = set()
+        # Index term -> what highlighting compares for it: PyStemmer's stems of the words it
+        # came from (highlighting analyses the hits' text in Python, with PyStemmer).
+        self.marked_as: dict[str, set[str]] = {}
         self.words: dict[tuple[int, int], list[tuple[str, str]]] = {}
 
     def compile(self, node: ql.Node, boost: float, positive: bool) -> str:
@@ -160,9 +176,13 @@ class _Compiler:
             terms = self._fuzzy(field_name, node)
         else:
             raise TypeError(f"not a word leaf: {node!r}")
-        if positive and field_name in HIGHLIGHTED_FIELDS:
-            self.highlight_terms.update(terms)
+        self._mark(terms, positive, field_name)
         return _group(" OR ", [term(field_name, t, boost) for t in dict.fromkeys(terms)])
+
+    def _mark(self, terms: Iterable[str], positive: bool, field_name: str) -> None:
+        if positive and field_name in HIGHLIGHTED_FIELDS:
+            for index_term in terms:
+                self.highlight_terms.update(self.marked_as.get(index_term, {index_term}))
 
     def _exact(self, node: ql.Leaf, field_name: str, boost: float) -> str:
         if isinstance(node, ql.Word | ql.Phrase):
@@ -175,8 +195,7 @@ class _Compiler:
 
     def _phrase(self, node: ql.Phrase, field_name: str, boost: float, positive: bool) -> str:
         terms = self._analysed(field_name, node.text)
-        if positive and field_name in HIGHLIGHTED_FIELDS:
-            self.highlight_terms.update(terms)
+        self._mark(terms, positive, field_name)
         if not terms:
             return ""
         if len(terms) == 1:
@@ -187,9 +206,18 @@ class _Compiler:
         return _boosted(phrase, boost)
 
     def _analysed(self, field_name: str, text: str) -> list[str]:
+        """The index terms of `text` in a field, in order."""
         if field_name == "author_names":
             return analysis.name_words(text)
-        return analysis.stems(text)
+        return self._stemmed(analysis.words(text))
+
+    def _stemmed(self, words: list[str]) -> list[str]:
+        """The index stems of kept words (analysis.words), remembering what highlighting
+        compares for each."""
+        stems = self.index_stems.stems(words)
+        for word, stemmed in zip(words, stems, strict=True):
+            self.marked_as.setdefault(stemmed, set()).update(analysis.stems(word))
+        return stems
 
     def _pattern(self, field_name: str, pattern: str) -> list[str]:
         found = set(self.vocabulary.matching(field_name, pattern))
@@ -197,9 +225,7 @@ class _Compiler:
         if spelling:
             # Index terms are stems ("congest"), so `congest?on` is matched against the
             # unstemmed words, whose stems are then searched.
-            found.update(
-                analysis.stem(word) for word in self.vocabulary.matching(spelling, pattern)
-            )
+            found.update(self._stemmed(self.vocabulary.matching(spelling, pattern)))
         literal = re.split(r"[*?]", pattern, maxsplit=1)[0]
         # A short literal start (`a*`, `*ing`) means "a sample", not "the commonest word".
         return self.vocabulary.most_frequent(
@@ -216,8 +242,7 @@ class _Compiler:
         if spelling and re.fullmatch(r"\w+", typed):
             # Stemming can move a typo further away ("schedulng" vs "schedul"): the word as
             # typed is also compared with the unstemmed words.
-            for word in self.vocabulary.within(spelling, typed, node.distance):
-                found.update(analysis.stems(word))
+            found.update(self._stemmed(self.vocabulary.within(spelling, typed, node.distance)))
         return self.vocabulary.most_frequent(field_name, found)
 
 

@@ -123,3 +123,53 @@ def _term_counts(answer: dict, field: str) -> dict[str, int]:
 
 def _java_literal(ch: str) -> str:
     return "\\" + ch if not ch.isalnum() else ch
+
+
+class IndexStems:
+    """Words -> the stems Solr's index holds for them, asked of Solr's field analysis and kept.
+
+    Lucene's Snowball English is an older release of the algorithm than PyStemmer's: most words
+    stem alike, but not all ("organization": `organ` in the index, `organiz` in PyStemmer), and a
+    query must search the index's own terms. Stems never change for a configset, so each word is
+    asked once per process (words not seen before in one request per search).
+    """
+
+    FIELD_TYPE = "text_stemmed"
+    MAX_CACHED = 200_000
+
+    def __init__(self, connection: SolrConnection) -> None:
+        self.connection = connection
+        self._cache: dict[str, str] = {}
+
+    def of(self, words: Iterable[str]) -> dict[str, str]:
+        """The index stem of each word (folded, not a stop word: analysis.kept_words)."""
+        wanted = list(dict.fromkeys(words))
+        missing = [word for word in wanted if word not in self._cache]
+        if missing:
+            self._learn(missing)
+        return {word: self._cache.get(word) or word for word in wanted}
+
+    def stems(self, words: Iterable[str]) -> list[str]:
+        listed = list(words)
+        known = self.of(listed)
+        return [known[word] for word in listed]
+
+    def _learn(self, words: list[str]) -> None:
+        answer = self.connection.post(
+            "analysis/field",
+            [("analysis.fieldtype", self.FIELD_TYPE), ("analysis.fieldvalue", " ".join(words))],
+            form=True,
+        )
+        stages = answer.get("analysis", {}).get("field_types", {}).get(self.FIELD_TYPE, {})
+        tokens = stages.get("index") or [[]]
+        stems = [str(token["text"]) for token in tokens[-1]]
+        if len(stems) != len(words):
+            # Each word is one token of the same tokenizer, so this does not happen; if Solr
+            # ever splits one, the words are asked one at a time.
+            if len(words) > 1:
+                for word in words:
+                    self._learn([word])
+            return
+        if len(self._cache) + len(words) > self.MAX_CACHED:
+            self._cache.clear()
+        self._cache.update(zip(words, stems, strict=True))
