@@ -8,7 +8,7 @@ PORT ?= 8000
 SEEDS := $(wildcard seeds/*.txt)
 
 .PHONY: run index solr run-solr test test-fast typecheck lint format bench bench-index bench-search bench-relevance bench-http \
-	bench-scale bench-writes bench-write-faults screenshots clean
+	bench-scale bench-writes bench-write-faults bench-solr screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
 $(BIN)/.installed: pyproject.toml setup.py searchsvc/backends/whoosh/build/_w3postings.c
@@ -116,6 +116,11 @@ bench-writes: $(BIN)/.installed-test
 
 bench-write-faults: $(BIN)/.installed-test
 	$(BIN)/python -m benchmarks.write_faults
+
+# SolrCloud beside Whoosh on the arXiv-2025 records: cluster start, ingest, search p50/p99,
+# memory and disk (a local cluster on free ports; needs Java 17+ and Maven).
+bench-solr: $(BIN)/.installed-test $(SOLR_JARS)
+	$(BIN)/python -m benchmarks.bench_solr
 
 bench: bench-index bench-search bench-relevance
 
