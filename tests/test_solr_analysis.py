@@ -119,3 +119,12 @@ def test_the_index_stems_are_asked_of_solr(analyse):
     # Lucene's Snowball English: `organ` (PyStemmer, a later release of the algorithm: organiz).
     assert analyse("text_stemmed", "organization organized") == [("organ", 1), ("organ", 2)]
     assert analysis.stems("organization") == ["organiz"]
+
+
+def test_the_configsets_bm25_constants_are_every_engines():
+    from searchsvc.backends.ranked_fields import BM25_B, BM25_K1
+
+    schema = ET.fromstring(CONF.joinpath("schema.xml").read_bytes())
+    for similarity in schema.iter("similarity"):
+        constants = {f.get("name"): float(f.text or "nan") for f in similarity.iter("float")}
+        assert constants == {"k1": BM25_K1, "b": BM25_B}

@@ -21,8 +21,8 @@ from whoosh import index as whoosh_index
 from whoosh.index import Index
 from whoosh.qparser import FieldAliasPlugin, FuzzyTermPlugin, MultifieldParser, OrGroup
 
+from searchsvc.backends.ranked_fields import FIELD_BOOSTS
 from searchsvc.backends.whoosh.documents import to_document
-from searchsvc.backends.whoosh.ranking import FIELD_BOOSTS
 from searchsvc.backends.whoosh.schema import QUERY_FIELDS, build_schema
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.records import Record

@@ -24,11 +24,11 @@ import pytest
 import whoosh
 from whoosh import query
 
+from searchsvc.backends.ranked_fields import SEARCH_FIELDS, index_fields
 from searchsvc.backends.whoosh.accel.array_scoring import extract_terms
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.queries.compile import ParsedQuery, compile_tree
 from searchsvc.backends.whoosh.queries.expansion import QueryRewriter
-from searchsvc.backends.whoosh.ranking import SEARCH_FIELDS, index_fields
 from searchsvc.backends.whoosh.schema import QUERY_FIELDS
 from searchsvc.backends.whoosh.search import execute
 from searchsvc.errors import IndexUnavailable

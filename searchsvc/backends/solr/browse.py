@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from searchsvc.backends.expansion import MAX_EXPANSION
 from searchsvc.backends.solr import analysis
 from searchsvc.backends.solr.compile import escape, quoted
 from searchsvc.backends.solr.connection import SolrConnection
@@ -18,7 +19,7 @@ from searchsvc.backends.solr.documents import (
     lookup_prefix,
 )
 from searchsvc.backends.solr.search import EXACT_FACETS, RECORDS_ONLY, SORTS, pairs
-from searchsvc.backends.solr.terms import MAX_EXPANSION, IndexStems, Vocabulary
+from searchsvc.backends.solr.terms import IndexStems, Vocabulary
 from searchsvc.errors import RecordNotFound
 from searchsvc.facets import FACET_NAMES
 from searchsvc.query import AuthorView, FacetValue, Hit, IndexStats, Suggestions

@@ -15,14 +15,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from searchsvc import querylang as ql
+from searchsvc.backends.expansion import MIN_LITERAL_PREFIX
+from searchsvc.backends.ranked_fields import FIELD_BOOSTS, index_fields
 from searchsvc.backends.solr import analysis
-from searchsvc.backends.solr.terms import MIN_LITERAL_PREFIX, IndexStems, Vocabulary
+from searchsvc.backends.solr.terms import IndexStems, Vocabulary
 from searchsvc.texts import fold
 
-# Ranked fields a word without a field searches, and their boosts (as the Whoosh index's).
-SEARCH_FIELDS = ("content", "author_names")
-FIELD_BOOSTS = {"content": 1.0, "author_names": 0.5, "title": 1.0, "abstract": 1.0}
-REQUEST_FIELDS = {"title": "title", "abstract": "abstract", "authors": "author_names"}
 INDEX_FIELD_OF = {
     "title": "title",
     "abstract": "abstract",
@@ -50,21 +48,6 @@ class CompiledQuery:
     highlight_terms: frozenset[str]
     # A plain word's span in `text` -> its (field, term) pairs (did-you-mean looks at these).
     words: dict[tuple[int, int], list[tuple[str, str]]] = field(default_factory=dict)
-
-
-def index_fields(request_fields: Iterable[str]) -> tuple[str, ...]:
-    """The index fields that rank a query searching the request's `fields`."""
-    wanted = set(request_fields)
-    if wanted >= set(REQUEST_FIELDS):
-        return SEARCH_FIELDS
-    chosen: list[str] = []
-    if {"title", "abstract"} <= wanted:
-        chosen.append("content")
-    else:
-        chosen.extend(REQUEST_FIELDS[name] for name in ("title", "abstract") if name in wanted)
-    if "authors" in wanted:
-        chosen.append("author_names")
-    return tuple(chosen)
 
 
 def compile_query(

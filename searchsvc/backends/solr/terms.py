@@ -1,26 +1,26 @@
 """The index's vocabulary, read through Solr's terms component (summed over the shards):
 document frequencies of terms, and the terms near a word or matching a wildcard pattern.
 
-Wildcard and fuzzy words become a bounded set of real index terms chosen here, as the Whoosh
-backend chooses them (its queries/expansion.py): at most MAX_EXPANSION terms, the most
-frequent first, within a postings budget. So a query means the same on both engines.
+Wildcard and fuzzy words become a bounded set of real index terms chosen by the rule every
+engine follows (backends/expansion.py), so a query means the same on both engines.
 """
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Iterable
 
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
+from searchsvc.backends.expansion import (
+    MAX_CANDIDATES,
+    MAX_EXPANSION,
+    MAX_EXPANSION_POSTINGS,
+    most_frequent_first,
+)
 from searchsvc.backends.solr.connection import SolrConnection
 
-MAX_EXPANSION = 16
-MAX_EXPANSION_POSTINGS = 5_000
-MIN_LITERAL_PREFIX = 3
-MAX_CANDIDATES = 2_000
 # Terms fetched to look for words within an edit distance (those sharing the first letter and
 # of a length within reach): the distances are computed here.
 MAX_NEAR_CANDIDATES = 50_000
@@ -100,17 +100,8 @@ class Vocabulary:
         most frequent first while their documents add up to at most `max_postings`; the most
         frequent is taken anyway if `keep_first`."""
         counts = self.frequencies(field, terms)
-        chosen: list[str] = []
-        postings = 0
-        for frequency, text in heapq.nlargest(limit, ((n, t) for t, n in counts.items())):
-            if frequency == 0:
-                break
-            first = keep_first and not chosen
-            if not first and max_postings is not None and postings + frequency > max_postings:
-                continue
-            chosen.append(text)
-            postings += frequency
-        return chosen
+        pairs = ((count, term) for term, count in counts.items())
+        return most_frequent_first(pairs, limit, max_postings, keep_first)
 
 
 def _term_counts(answer: dict, field: str) -> dict[str, int]:

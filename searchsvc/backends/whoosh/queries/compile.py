@@ -3,7 +3,7 @@
 Each leaf becomes what Whoosh's own query parser made of the same text (`QueryParser.term_query`
 with the flags its word, wildcard and fuzzy nodes use; phrases tokenized with their character
 ranges), so that searches answer as they did when Whoosh parsed the text. A word without a field
-searches every ranked field of the request (`ranking.index_fields`) with that field's boost.
+searches every ranked field of the request (`ranked_fields.index_fields`) with that field's boost.
 The compiled query is then normalised as Whoosh's parser normalised its own, and wildcard and
 fuzzy words are expanded into a bounded set of index terms (expansion.py).
 """
@@ -20,9 +20,10 @@ from whoosh.qparser import OrGroup, QueryParser
 from whoosh.reading import IndexReader
 
 from searchsvc import querylang as ql
+from searchsvc.backends.ranked_fields import FIELD_BOOSTS, index_fields
 from searchsvc.backends.whoosh.queries.expansion import LexiconOf, QueryRewriter
 from searchsvc.backends.whoosh.queries.plain import PlainWords
-from searchsvc.backends.whoosh.ranking import FIELD_BOOSTS, INDEX_FIELD_OF, index_fields
+from searchsvc.backends.whoosh.ranking import INDEX_FIELD_OF
 from searchsvc.backends.whoosh.schema import QUERY_FIELDS, build_schema
 
 

@@ -8,7 +8,6 @@ within a postings budget.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -16,6 +15,13 @@ from collections.abc import Callable, Iterable, Iterator
 from whoosh import query
 from whoosh.reading import IndexReader
 
+from searchsvc.backends.expansion import (
+    MAX_CANDIDATES,
+    MAX_EXPANSION,
+    MAX_EXPANSION_POSTINGS,
+    MIN_LITERAL_PREFIX,
+    most_frequent_first,
+)
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
 from searchsvc.querylang.limits import MAX_FUZZY_DISTANCE
 from searchsvc.texts import fold
@@ -23,13 +29,8 @@ from searchsvc.texts import fold
 # Fields whose values are exact facet values, looked up case- and accent-insensitively.
 EXACT_FIELDS = ("category",)
 
-# Limits on expansion (the query language limits how many wildcard and fuzzy words there are).
-MAX_EXPANSION = 16  # index terms one wildcard/fuzzy word may become (the most frequent)
-# Documents the terms of one wildcard/fuzzy word may hold in all: `*ing` or `a*` would
-# otherwise become the most common words of the corpus and match (and score) all of it.
-MAX_EXPANSION_POSTINGS = 5_000
-MIN_LITERAL_PREFIX = 3  # a wildcard word starting with fewer letters stays within the budget
-MAX_CANDIDATES = 2_000  # matching index terms looked at to choose those
+# Limits on expansion, the same on every engine (the query language limits how many wildcard
+# and fuzzy words there are).
 FUZZY_PREFIX = 1  # fuzzy matches share the first letter: a typo there is rare, the walk far shorter
 
 _WORD = re.compile(r"\w+")
@@ -120,17 +121,7 @@ def most_frequent(
     up to at most that many; the most frequent term is taken anyway if `keep_first`.
     """
     present = ((reader.doc_frequency(field, t), t) for t in texts)
-    chosen: list[str] = []
-    postings = 0
-    for frequency, text in heapq.nlargest(limit, present):
-        if frequency == 0:
-            break
-        first = keep_first and not chosen
-        if not first and max_postings is not None and postings + frequency > max_postings:
-            continue
-        chosen.append(text)
-        postings += frequency
-    return chosen
+    return most_frequent_first(present, limit, max_postings, keep_first)
 
 
 def _pattern_terms(lexicon: Lexicon, q: query.MultiTerm) -> Iterator[str]:

@@ -1,0 +1,34 @@
+"""Which index fields a query's words search, and their weights: the same on every engine.
+
+Both engines index title + abstract as one ranked field, `content` (BM25 over one field ranks
+SciFact better than over two, and a title boost lowered it), beside `title` and `abstract` for
+field-prefixed words and phrases, and `author_names`, which counts a little
+(benchmarks/README.md has the figures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+SEARCH_FIELDS = ("content", "author_names")
+FIELD_BOOSTS = {"content": 1.0, "author_names": 0.5, "title": 1.0, "abstract": 1.0}
+BM25_B = 0.6
+BM25_K1 = 1.2
+
+# SearchRequest.fields -> index fields. Title and abstract together are `content`.
+REQUEST_FIELDS = {"title": "title", "abstract": "abstract", "authors": "author_names"}
+
+
+def index_fields(request_fields: Iterable[str]) -> tuple[str, ...]:
+    """The index fields that rank a query searching the request's `fields`."""
+    wanted = set(request_fields)
+    if wanted >= set(REQUEST_FIELDS):
+        return SEARCH_FIELDS
+    chosen: list[str] = []
+    if {"title", "abstract"} <= wanted:
+        chosen.append("content")
+    else:
+        chosen.extend(REQUEST_FIELDS[name] for name in ("title", "abstract") if name in wanted)
+    if "authors" in wanted:
+        chosen.append("author_names")
+    return tuple(chosen)
