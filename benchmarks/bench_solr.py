@@ -59,6 +59,7 @@ from benchmarks.common import (
 )
 from benchmarks.engines import MODES, Answer, Task
 from benchmarks.search_speed import (
+    EXACTNESS_HEADERS,
     WARM_UP_SEED_OFFSET,
     compare_counts,
     kind_counts,
@@ -715,18 +716,7 @@ def print_agreement(answers: dict[str, list[Answer]], queries) -> None:
     overlap = top_overlap(answers["solr"], answers["whoosh"], "solr", "whoosh")
     print_section(
         "Same answers? Solr against Whoosh on the first pass",
-        format_table(
-            [
-                "engine",
-                "reference",
-                "queries",
-                "total differs",
-                "author differs",
-                "year differs",
-                "category differs",
-            ],
-            [row],
-        )
+        format_table(EXACTNESS_HEADERS, [row])
         + f"\n\nTop-10 ids: mean overlap {overlap[2]}, same set {overlap[3]}, same order "
         f"{overlap[4]} of {overlap[5]} queries.",
     )

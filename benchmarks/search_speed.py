@@ -51,6 +51,16 @@ from benchmarks.engines import (
     prepare,
 )
 
+# Columns of the rows compare_counts makes.
+EXACTNESS_HEADERS = [
+    "engine",
+    "reference",
+    "queries",
+    "total differs",
+    "author differs",
+    "year differs",
+    "category differs",
+]
 DEFAULT_ENGINES = ("searchsvc", "plain_whoosh", "fts5", "tantivy")
 # Reference engines for exact totals and facet counts, best first: plain Whoosh shares
 # searchsvc's analysis, so it must agree exactly; FTS5 tokenizes and stems differently.
@@ -266,18 +276,7 @@ def print_exactness(engines, queries, answers, modes: list[str]) -> None:
     if rows:
         print_section(
             "Exactness: totals and top-10 facet counts against reference engines",
-            format_table(
-                [
-                    "engine",
-                    "reference",
-                    "queries",
-                    "total differs",
-                    "author differs",
-                    "year differs",
-                    "category differs",
-                ],
-                rows,
-            )
+            format_table(EXACTNESS_HEADERS, rows)
             + "\n\nCompared from the answers of the timed faceted mode. A facet differs when "
             "the top-10 counts differ or a listed value has another count (values tied at the "
             "cut may differ). FTS5 tokenizes (unicode61) and stems (Porter) differently "

@@ -7,6 +7,7 @@ that writes builds its own index, e.g. with tests.support.build_index on `tmp_pa
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -119,3 +120,13 @@ def solr_cluster(tmp_path_factory):
 
     with running_cluster(tmp_path_factory.mktemp("solr-cluster")) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def solr_hosts(request) -> str:
+    """HOST:PORT,... of the session's SolrCloud, or of a running one named by
+    SEARCHSVC_TEST_SOLR=solr://HOST:PORT,... (then no cluster is started)."""
+    hosts = os.environ.get("SEARCHSVC_TEST_SOLR", "").removeprefix("solr://").strip("/")
+    if not hosts:
+        hosts = request.getfixturevalue("solr_cluster").solr_location("x").split("/")[2]
+    return hosts

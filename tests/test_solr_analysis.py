@@ -67,18 +67,15 @@ def test_highlighting_analysis_gives_the_whoosh_indexs_terms(text):
 
 # -- against Solr itself ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def analyse(request):
+def analyse(solr_hosts):
     """Solr's index-time analysis of a text for a field type: [(term, position)]."""
-    hosts = os.environ.get("SEARCHSVC_TEST_SOLR", "").removeprefix("solr://").strip("/")
-    if not hosts:
-        hosts = request.getfixturevalue("solr_cluster").solr_location("x").split("/")[2]
     from searchsvc.backends import open_backend
     from tests.solr_support import drop_collections
 
-    location = f"solr://{hosts}/solr/analysis{os.getpid()}?shards=1&replicas=1"
+    location = f"solr://{solr_hosts}/solr/analysis{os.getpid()}?shards=1&replicas=1"
     with open_backend(location) as backend:
         backend.write(upserts=[FIXTURE_RECORDS[0]])
-        base = f"http://{hosts.split(',')[0]}/solr/analysis{os.getpid()}"
+        base = f"http://{solr_hosts.split(',')[0]}/solr/analysis{os.getpid()}"
         session = requests.Session()
 
         def run(field_type: str, text: str) -> list[tuple[str, int]]:

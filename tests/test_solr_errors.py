@@ -519,15 +519,6 @@ def test_a_refused_request_is_invalid_request_through_the_connection():
 
 
 # -- (c) and (d) on a real SolrCloud --------------------------------------------------------
-@pytest.fixture(scope="module")
-def solr_hosts(request) -> str:
-    """HOST:PORT,... of the session's SolrCloud (or of SEARCHSVC_TEST_SOLR's)."""
-    hosts = os.environ.get("SEARCHSVC_TEST_SOLR", "").removeprefix("solr://").strip("/")
-    if not hosts:
-        hosts = request.getfixturevalue("solr_cluster").solr_location("x").split("/")[2]
-    return hosts
-
-
 def location_on(hosts: str, name: str) -> str:
     return f"solr://{hosts}/solr/errors{os.getpid()}_{name}?replicas=1"
 

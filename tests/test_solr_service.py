@@ -53,15 +53,6 @@ def run(*args: object):
     return CliRunner().invoke(main, [str(arg) for arg in args])
 
 
-@pytest.fixture(scope="module")
-def solr_hosts(request) -> str:
-    """HOST:PORT,... of the session's SolrCloud (or of SEARCHSVC_TEST_SOLR's)."""
-    hosts = os.environ.get("SEARCHSVC_TEST_SOLR", "").removeprefix("solr://").strip("/")
-    if not hosts:
-        hosts = request.getfixturevalue("solr_cluster").solr_location("x").split("/")[2]
-    return hosts
-
-
 def location_on(hosts: str, name: str) -> str:
     # One replica per shard: replicas change nothing seen here, and halve the creation time.
     return f"solr://{hosts}/solr/service{os.getpid()}_{name}?replicas=1"

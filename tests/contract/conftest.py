@@ -57,9 +57,8 @@ def whoosh_engine(tmp_path_factory) -> Engine:
 def solr_engine(request) -> Engine:
     from tests.solr_support import drop_collections
 
-    hosts = os.environ.get("SEARCHSVC_TEST_SOLR", "").removeprefix("solr://").strip("/")
-    if not hosts:
-        hosts = request.getfixturevalue("solr_cluster").solr_location("x").split("/")[2]
+    # Asked for here, not as a parameter: a Whoosh-only session starts no cluster.
+    hosts = request.getfixturevalue("solr_hosts")
     names = itertools.count()
     prefix = f"contract{os.getpid()}"
     return Engine(

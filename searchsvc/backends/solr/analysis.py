@@ -76,10 +76,6 @@ def name_words(text: str) -> list[str]:
     return [fold_word(raw) for raw in tokens(text)]
 
 
-def stem(word: str) -> str:
-    return _STEMMER.stemWord(word)
-
-
 def highlight_matcher(terms: frozenset[str]):
     """A highlighting matcher: the raw words whose stem (or, for a stop word, folded form) is
     one of `terms`."""

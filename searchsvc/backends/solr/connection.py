@@ -66,57 +66,42 @@ class SolrConnection:
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
         collection: str | None = None,
-        retry: bool = True,
         node: str | None = None,
     ) -> dict[str, Any]:
         """The JSON answer of `path` on some node; `path` is relative to the collection
         (`collection` or the location's) unless it starts with `/` (`/admin/collections`).
 
         `form` sends `params` as a form body (long queries do not fit in a URL). A node that
-        cannot be reached is skipped; `retry=False` gives up after the first (for writes that
-        must not be sent twice... though Solr's updates by id are idempotent anyway). `node`
-        (a base URL) asks that node alone (for its own cores' state).
+        cannot be reached is skipped. `node` (a base URL) asks that node alone (for its own
+        cores' state).
         """
         if path.startswith("/"):
             suffix = path
         else:
             suffix = f"/{collection or self.location.collection}/{path}"
         read_timeout = timeout or self.location.timeout
+        pairs = [*_pairs(params), ("wt", "json")]
+        payload: dict[str, Any] = (
+            {"data": pairs} if form else {"params": pairs, "json": json, "data": data}
+        )
         failures: list[str] = []
         for base in [node] if node else self._candidates():
-            url = base + suffix
             try:
-                if form:
-                    response = self._session.request(
-                        method,
-                        url,
-                        data=[*_pairs(params), ("wt", "json")],
-                        headers=headers,
-                        timeout=(CONNECT_TIMEOUT, read_timeout),
-                    )
-                else:
-                    response = self._session.request(
-                        method,
-                        url,
-                        params=[*_pairs(params), ("wt", "json")],
-                        json=json,
-                        data=data,
-                        headers=headers,
-                        timeout=(CONNECT_TIMEOUT, read_timeout),
-                    )
-            except requests.Timeout as exc:
-                failures.append(f"{base}: timed out")
-                if not retry or isinstance(exc, requests.ReadTimeout):
-                    raise IndexUnavailable(
-                        f"Solr did not answer within {read_timeout:g} s", engine="solr"
-                    ) from None
-                self._forget(base)
-                continue
+                response = self._session.request(
+                    method,
+                    base + suffix,
+                    headers=headers,
+                    timeout=(CONNECT_TIMEOUT, read_timeout),
+                    **payload,
+                )
+            except requests.ReadTimeout:
+                # The node took the request: another would not answer sooner.
+                raise IndexUnavailable(
+                    f"Solr did not answer within {read_timeout:g} s", engine="solr"
+                ) from None
             except requests.RequestException as exc:
                 failures.append(f"{base}: {type(exc).__name__}")
                 self._forget(base)
-                if not retry:
-                    break
                 continue
             self._prefer(base)
             answer = _answer(response, self.location.collection if not path.startswith("/") else "")
