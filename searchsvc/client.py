@@ -367,7 +367,10 @@ def _hit(data: dict[str, Any]) -> Hit:
 
 
 def _facet_values(values: list[dict[str, Any]]) -> tuple[FacetValue, ...]:
-    return tuple(FacetValue(v["value"], v["count"], v["selected"]) for v in values)
+    return tuple(
+        FacetValue(v["value"], v["count"], v["selected"], v.get("label"), v.get("parent"))
+        for v in values
+    )
 
 
 def _search_result(body: dict[str, Any]) -> SearchResult:

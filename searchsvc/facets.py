@@ -13,6 +13,11 @@ from typing import Literal
 
 from searchsvc.errors import InvalidRequest, UnknownFacet
 from searchsvc.records import MAX_YEAR, MIN_YEAR, Record
+from searchsvc.subjects import record_categories, record_subjects, taxonomy
+
+# Whether cross-listed categories count: `exclude` keeps to each record's primary category in
+# subject filters and counts.
+CROSSLISTS = ("include", "exclude")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +34,22 @@ class Facet:
     filter_help: str  # what a filter value selects (OpenAPI, CLI help)
     display_rank: int  # where pages list the facet among the others (lowest first)
 
-    def values_of(self, record: Record) -> tuple[str, ...]:
-        """The record's values of this facet, as strings (the form facet values take)."""
+    @property
+    def hierarchical(self) -> bool:
+        """Whether values are subjects of the taxonomy (filters take any level, cross-lists)."""
+        return False
+
+    def values_of(self, record: Record, primary_only: bool = False) -> tuple[str, ...]:
+        """The record's values of this facet, as strings (the form facet values take);
+        `primary_only` matters to subject facets only."""
         value = getattr(record, self.attribute)
         if self.multi_valued:
             return tuple(value)
         return () if value is None else (str(value),)
+
+    def describe(self, value: str) -> tuple[str, str | None]:
+        """(label, parent) of a value: how people read it and what it belongs to."""
+        return value, None
 
     def filter_value(self, value: object) -> str | int:
         """A filter value of this facet's type; InvalidRequest names the facet otherwise."""
@@ -61,6 +76,37 @@ class Facet:
         return value
 
 
+@dataclass(frozen=True, slots=True)
+class SubjectFacet(Facet):
+    """A facet over the records' categories at one level of the subject taxonomy (subjects/).
+
+    Its values are canonical codes of that level, counted once per record. A filter value may
+    name a category, an archive or a group (`cs.DC`, `cs`, `grp_cs`): it selects the records
+    with a category under it. With cross-lists excluded only the primary category counts.
+    """
+
+    level: Literal["category", "archive"] = "category"
+
+    @property
+    def hierarchical(self) -> bool:
+        return True
+
+    def values_of(self, record: Record, primary_only: bool = False) -> tuple[str, ...]:
+        if self.level == "category":
+            return record_categories(record.categories, primary_only)
+        return record_subjects(record.categories, primary_only)
+
+    def describe(self, value: str) -> tuple[str, str | None]:
+        tax = taxonomy()
+        if self.level == "category":
+            return tax.category_label(value), tax.parent(value, "category")
+        return tax.label(value), tax.parent(value, "archive")
+
+    def filter_value(self, value: object) -> str:
+        # Canonical (`math.it` -> `cs.IT`), so a selection reads and marks as its facet value.
+        return taxonomy().canonical(str(Facet.filter_value(self, value)))
+
+
 FACETS: tuple[Facet, ...] = (
     Facet(
         name="author",
@@ -82,15 +128,29 @@ FACETS: tuple[Facet, ...] = (
         filter_help="Only records of this year",
         display_rank=1,
     ),
-    Facet(
+    SubjectFacet(
         name="category",
         label="Category",
         attribute="categories",
         value_type=str,
         multi_valued=True,
         order="count",
-        filter_help="Only records in this category",
+        filter_help="Only records in this category, or in any category of this archive or "
+        "group (cs.DC, cs, grp_cs; arXiv's aliases are one category: math.IT is cs.IT)",
         display_rank=0,
+        level="category",
+    ),
+    SubjectFacet(
+        name="subject",
+        label="Subject",
+        attribute="categories",
+        value_type=str,
+        multi_valued=True,
+        order="count",
+        filter_help="Only records with a category in this subject (an archive such as cs or "
+        "hep-ph, or a group such as grp_physics)",
+        display_rank=0,
+        level="archive",
     ),
 )
 FACET_NAMES: tuple[str, ...] = tuple(facet.name for facet in FACETS)

@@ -16,7 +16,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate
 from webargs.fields import DelimitedList
 
 from searchsvc.errors import InvalidRequest
-from searchsvc.facets import FACET_NAMES, FACETS, Facet
+from searchsvc.facets import CROSSLISTS, FACET_NAMES, FACETS, Facet
 from searchsvc.query import (
     DEFAULT_FACET_SIZE,
     DEFAULT_PER_PAGE,
@@ -121,6 +121,15 @@ class _SearchParamsSchema(Schema):
         },
     )
 
+    crosslists = fields.String(
+        load_default="include",
+        validate=validate.OneOf(CROSSLISTS),
+        metadata={
+            "description": "exclude: the category and subject filters and counts see each "
+            "record's primary category only (its first); include: every category."
+        },
+    )
+
     @post_load
     def make_request(self, data: dict[str, Any], **_: Any) -> SearchRequest:
         data["fields"] = data.pop("search_fields")
@@ -202,6 +211,8 @@ def query_params(request: SearchRequest, *, omit: tuple[str, ...] = ()) -> list[
         pairs.append(("highlight", "false"))
     if request.fields != SEARCH_FIELDS:
         pairs.append(("fields", ",".join(request.fields)))
+    if request.crosslists != "include":
+        pairs.append(("crosslists", request.crosslists))
     return [pair for pair in pairs if pair[0] not in omit]
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
 from searchsvc.errors import InvalidRequest, UnknownFacet
-from searchsvc.facets import FACET_NAMES, facet_named
+from searchsvc.facets import CROSSLISTS, FACET_NAMES, facet_named
 from searchsvc.querylang import QueryTree, parse_query
 from searchsvc.records import MAX_YEAR, MIN_YEAR, Record
 
@@ -45,6 +45,8 @@ class SearchRequest:
     facet_size: int = DEFAULT_FACET_SIZE
     highlight: bool = True
     fields: tuple[str, ...] = SEARCH_FIELDS
+    # `exclude`: subject filters and counts (category, subject) see primary categories only.
+    crosslists: str = "include"
     tree: QueryTree = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -58,6 +60,7 @@ class SearchRequest:
             raise InvalidRequest(f"q is longer than {MAX_QUERY_LENGTH} characters", parameter="q")
         object.__setattr__(self, "filters", _checked_filters(self.filters))
         _check_choice("sort", self.sort, SORTS, allow_none=True)
+        _check_choice("crosslists", self.crosslists, CROSSLISTS)
         for facet in self.facets:
             _check_choice("facets", facet, FACET_NAMES)
         if not self.fields:
@@ -95,6 +98,11 @@ class SearchRequest:
         return cls(q=q, filters=filters, **params)
 
     @property
+    def primary_only(self) -> bool:
+        """Whether subject facets see each record's primary category only."""
+        return self.crosslists == "exclude"
+
+    @property
     def effective_sort(self) -> str:
         if self.sort:
             return self.sort
@@ -120,6 +128,7 @@ class SearchRequest:
                 "facet_size": self.facet_size,
                 "highlight": self.highlight,
                 "fields": list(self.fields),
+                "crosslists": self.crosslists,
             }
         )
         return data
@@ -196,9 +205,29 @@ class FacetValue:
     value: str
     count: int
     selected: bool = False
+    # How people read the value ("Distributed, Parallel, and Cluster Computing" for cs.DC) and
+    # the code of what it belongs to (its archive); None until `labelled` fills them.
+    label: str | None = None
+    parent: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "count": self.count, "selected": self.selected}
+        return {
+            "value": self.value,
+            "count": self.count,
+            "selected": self.selected,
+            "label": self.value if self.label is None else self.label,
+            "parent": self.parent,
+        }
+
+
+def labelled(facet: str, values: Iterable[FacetValue]) -> tuple[FacetValue, ...]:
+    """`values` of `facet` with their labels and parents (subjects named from the taxonomy)."""
+    describe = facet_named(facet).describe
+    result = []
+    for value in values:
+        label, parent = describe(value.value)
+        result.append(replace(value, label=label, parent=parent))
+    return tuple(result)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from searchsvc.backends import SearchBackend, WriteResult, open_backend
@@ -27,6 +28,7 @@ from searchsvc.query import (
     Suggestions,
     check_int,
     check_text,
+    labelled,
 )
 from searchsvc.records import Record
 
@@ -69,12 +71,16 @@ class SearchService:
         facet_size: int = DEFAULT_FACET_SIZE,
         highlight: bool = True,
         fields: Iterable[str] = SEARCH_FIELDS,
+        crosslists: str = "include",
         **filters: Iterable[str | int] | str | int,
     ) -> SearchResult:
         """One page of ranked, filtered, faceted and highlighted hits.
 
         Filters are keywords named after the facets: `author=[...]`, `category="cs.DC"`,
-        `year=2021` (OR within a facet, AND across facets).
+        `subject="cs"`, `year=2021` (OR within a facet, AND across facets). A subject filter
+        takes a category, archive or group (`category="cs"` is every cs.* record);
+        `crosslists="exclude"` keeps subject filters and counts to primary categories.
+        Facet values carry `label` and `parent` (subjects named from arXiv's taxonomy).
         """
         request = SearchRequest.from_params(
             q,
@@ -88,12 +94,15 @@ class SearchService:
             facet_size=facet_size,
             highlight=highlight,
             fields=fields,
+            crosslists=crosslists,
         )
         return self.search_request(request)
 
     def search_request(self, request: SearchRequest) -> SearchResult:
         """Run an already-built SearchRequest."""
-        return self.backend.search(request)
+        result = self.backend.search(request)
+        facets = {name: labelled(name, values) for name, values in result.facets.items()}
+        return replace(result, facets=facets)
 
     def get(self, record_id: str) -> Record:
         """The record with this id; raises RecordNotFound."""
@@ -110,27 +119,35 @@ class SearchService:
     def facet_values(
         self, facet: str, prefix: str = "", limit: int = DEFAULT_LIMIT
     ) -> tuple[FacetValue, ...]:
-        """The most frequent values of a facet, optionally only those starting with `prefix`;
-        UnknownFacet for a name that is not a facet."""
-        return self.backend.facet_values(facet, check_text("prefix", prefix), limit)
+        """The most frequent values of a facet, optionally only those with a word starting with
+        `prefix` (subjects by code or name: "distributed" finds cs.DC); UnknownFacet for a
+        name that is not a facet."""
+        values = self.backend.facet_values(facet, check_text("prefix", prefix), limit)
+        return labelled(facet, values)
 
     def author(
         self, name: str, page: int = 1, per_page: int = DEFAULT_AUTHOR_PER_PAGE
     ) -> AuthorView:
         """An author's records (newest first, paged) with counts per year/category, coauthors."""
-        return self.backend.author(check_text("name", name, empty=False), page, per_page)
+        view = self.backend.author(check_text("name", name, empty=False), page, per_page)
+        return replace(view, categories=labelled("category", view.categories))
 
     def stats(self, top: int = STATS_TOP) -> IndexStats:
         """Document count, the `top` values of each facet, cardinalities and build time
         (computed once per index version for the default `top`)."""
         check_int("top", top, 1, MAX_STATS_TOP)
         if top != STATS_TOP:
-            return self.backend.stats(top)
+            return self._labelled_stats(top)
         version = self.backend.version()
         stats = self._stats
         if stats is None or stats.version != version:
-            stats = self._stats = self.backend.stats(top)
+            stats = self._stats = self._labelled_stats(top)
         return stats
+
+    def _labelled_stats(self, top: int) -> IndexStats:
+        stats = self.backend.stats(top)
+        facets = {name: labelled(name, values) for name, values in stats.facets.items()}
+        return replace(stats, facets=facets)
 
     def warm_up(self) -> None:
         """Open the index and build its per-version caches now, not on the first request.

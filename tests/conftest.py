@@ -35,6 +35,17 @@ def kaggle_sample() -> Path:
     return KAGGLE_SAMPLE
 
 
+ARXIV_2025 = SHARED_DATA / "arxiv-2025" / "arxiv-2025-kaggle-format.jsonl.gz"
+
+
+@pytest.fixture(scope="session")
+def arxiv_2025() -> Path:
+    """The 40,717 real 2025 arXiv records (gzipped Kaggle JSON lines) of the shared data."""
+    if not ARXIV_2025.exists():
+        pytest.skip(f"needs the arXiv-2025 records at {ARXIV_2025} (../shared/data)")
+    return ARXIV_2025
+
+
 @pytest.fixture(scope="session")
 def fixture_index(tmp_path_factory) -> str:
     """The location of a real index of tests.support.FIXTURE_RECORDS (5 records, one hostile).

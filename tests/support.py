@@ -154,13 +154,17 @@ def marks(fragment: str) -> list[str]:
 
 def draw_seed_request(data, records, vocabulary):
     """A SearchRequest Hypothesis draws from a corpus: up to 3 of its words, up to 2 values of
-    each facet, and maybe year bounds; every facet counted (100 values), no highlights."""
+    each facet (a subject of any level), cross-lists or not, and maybe year bounds; every facet
+    counted (100 values), no highlights."""
     from hypothesis import strategies as st
 
     from searchsvc.query import SearchRequest
+    from searchsvc.subjects import taxonomy
 
     authors = sorted({a for r in records for a in r.authors})
     categories = sorted({c for r in records for c in r.categories})
+    # Subjects of every level the records' categories are under (archives, groups).
+    subjects = sorted({k for c in categories for k in taxonomy().keys_of(c)})
     years = sorted({r.year for r in records if r.year})
     words = data.draw(st.lists(st.sampled_from(vocabulary), max_size=3))
     bounds = sorted(data.draw(st.lists(st.sampled_from(years), min_size=2, max_size=2)))
@@ -168,6 +172,8 @@ def draw_seed_request(data, records, vocabulary):
         q=" ".join(words),
         author=tuple(data.draw(st.lists(st.sampled_from(authors), max_size=2))),
         category=tuple(data.draw(st.lists(st.sampled_from(categories), max_size=2))),
+        subject=tuple(data.draw(st.lists(st.sampled_from(subjects), max_size=1))),
+        crosslists=data.draw(st.sampled_from(["include", "exclude"])),
         year=tuple(data.draw(st.lists(st.sampled_from(years), max_size=2))),
         year_from=data.draw(st.sampled_from([None, bounds[0]])),
         year_to=data.draw(st.sampled_from([None, bounds[1]])),

@@ -68,14 +68,41 @@ def test_suggest_titles_and_authors_for_a_prefix(client):
 def test_facet_values_with_prefix_and_limit(client):
     body = get_json(client, "/api/v1/facets/author", query_string={"q": "a"})
     assert body["facet"] == "author" and body["prefix"] == "a"
-    assert body["values"][0] == {"value": "Aditya Akella", "count": 2, "selected": False}
+    assert body["values"][0] == {
+        "value": "Aditya Akella",
+        "count": 2,
+        "selected": False,
+        "label": "Aditya Akella",
+        "parent": None,
+    }
     years = get_json(client, "/api/v1/facets/year", query_string={"limit": 2})["values"]
     assert len(years) == 2
     categories = get_json(client, "/api/v1/facets/category")["values"]
-    assert {"value": "cs.DC", "count": 2, "selected": False} in categories
+    assert {
+        "value": "cs.DC",
+        "count": 2,
+        "selected": False,
+        "label": "Distributed, Parallel, and Cluster Computing",
+        "parent": "cs",
+    } in categories
 
 
-@pytest.mark.parametrize("facet", ["author", "year", "category"])
+def test_subject_values_are_found_by_name_and_carry_label_and_parent(client):
+    body = get_json(client, "/api/v1/facets/category", query_string={"q": "distributed"})
+    assert [(v["value"], v["label"], v["parent"]) for v in body["values"]] == [
+        ("cs.DC", "Distributed, Parallel, and Cluster Computing", "cs")
+    ]
+    subjects = get_json(client, "/api/v1/facets/subject")["values"]
+    assert subjects[0] == {
+        "value": "cs",
+        "count": 4,
+        "selected": False,
+        "label": "Computer Science",
+        "parent": "grp_cs",
+    }
+
+
+@pytest.mark.parametrize("facet", ["author", "year", "category", "subject"])
 def test_every_facet_has_a_values_endpoint(client, facet):
     from searchsvc.facets import facet_named
 
@@ -96,8 +123,11 @@ def test_a_facet_name_is_exact(client, name):
 def test_unknown_facet_is_404(client):
     error = get_json(client, "/api/v1/facets/colour", status=404)["error"]
     assert error["code"] == "unknown_facet"
-    assert error["details"] == {"facet": "colour", "facets": ["author", "year", "category"]}
-    assert "author, year, category" in error["message"]
+    assert error["details"] == {
+        "facet": "colour",
+        "facets": ["author", "year", "category", "subject"],
+    }
+    assert "author, year, category, subject" in error["message"]
 
 
 def test_author_view_pages_records_and_counts(client):

@@ -48,7 +48,10 @@ def test_a_malformed_query_is_400_with_the_position_in_its_details(client, q, po
 
 def test_unknown_facet_is_404_naming_the_facets(client):
     error = assert_error(client.get("/api/v1/facets/colour"), 404, "unknown_facet")
-    assert error["details"] == {"facet": "colour", "facets": ["author", "year", "category"]}
+    assert error["details"] == {
+        "facet": "colour",
+        "facets": ["author", "year", "category", "subject"],
+    }
 
 
 def test_each_domain_error_has_one_status():

@@ -78,6 +78,10 @@ def test_the_feed_names_the_search_and_links_to_itself_and_to_the_web_page(seed_
     assert root.findtext("atom:title", namespaces=NS) == (
         "searchsvc: learning; category cs.DC; years 2021–"
     )
+    primary = feed(seed_client, [("subject", "cs"), ("crosslists", "exclude")])
+    assert primary.findtext("atom:title", namespaces=NS) == (
+        "searchsvc: all records; subject cs; primary categories only"
+    )
     links = {link.get("rel"): link for link in root.iterfind("atom:link", NS)}
     self_url = links["self"].get("href")
     assert links["self"].get("type") == "application/atom+xml"

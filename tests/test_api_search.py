@@ -50,6 +50,7 @@ def test_search_response_has_the_documented_shape(client):
         "q": "scheduling",
         "author": [],
         "category": [],
+        "subject": [],
         "year": [],
         "year_from": None,
         "year_to": None,
@@ -60,7 +61,21 @@ def test_search_response_has_the_documented_shape(client):
         "facet_size": 10,
         "highlight": True,
         "fields": list(SEARCH_FIELDS),
+        "crosslists": "include",
     }
+
+
+def test_subject_filters_take_any_level_and_crosslists_keep_to_primaries(client):
+    assert search(client, {"category": "cs"})["total"] == 4
+    assert search(client, {"subject": "grp_physics"})["total"] == 1
+    primary = search(client, {"category": "cs.LG", "crosslists": "exclude"})
+    assert [hit["id"] for hit in primary["hits"]] == ["2201.00002"]
+    assert primary["query"]["crosslists"] == "exclude"
+    subjects = {v["value"]: v for v in primary["facets"]["subject"]}
+    assert subjects["cs"]["label"] == "Computer Science"
+    assert subjects["cs"]["parent"] == "grp_cs"
+    error = search(client, {"crosslists": "sometimes"}, status=400)["error"]
+    assert list(error["details"]["errors"]) == ["crosslists"]
 
 
 def test_repeated_filters_are_or_within_a_facet_and_and_across(client):
@@ -90,7 +105,13 @@ def test_selected_facet_values_are_marked(client):
     body = search(client, {"author": "Aditya Akella", "facets": "author"})
     assert list(body["facets"]) == ["author"]
     values = {v["value"]: v for v in body["facets"]["author"]}
-    assert values["Aditya Akella"] == {"value": "Aditya Akella", "count": 2, "selected": True}
+    assert values["Aditya Akella"] == {
+        "value": "Aditya Akella",
+        "count": 2,
+        "selected": True,
+        "label": "Aditya Akella",
+        "parent": None,
+    }
     assert values["Shivaram Venkataraman"]["selected"] is False
 
 

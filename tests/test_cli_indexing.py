@@ -81,7 +81,7 @@ def test_stats_prints_documents_top_values_and_build_time(seed_cli_index):
     assert result.exit_code == 0, result.output
     assert "documents  33" in result.stdout
     assert "built at   " in result.stdout
-    assert "  12  cs.DC" in result.stdout
+    assert "  12  cs.DC  Distributed, Parallel, and Cluster Computing" in result.stdout
     assert "  18  Aditya Akella" in result.stdout
 
 

@@ -26,7 +26,11 @@ def test_prints_ranked_hits_with_highlighted_words_and_facets(run):
     assert "1 records" in result.output
     assert "Fair Cluster Scheduling for Deep Learning Jobs" in result.output
     assert "<mark>" not in result.output
-    assert "category: cs.DC (1), cs.LG (1)" in result.output
+    assert (
+        "category: cs.DC Distributed, Parallel, and Cluster Computing (1) · "
+        "cs.LG Machine Learning (1)"
+    ) in result.output
+    assert "subject: cs Computer Science (1)" in result.output
 
 
 def test_matched_words_are_styled_for_the_terminal():
@@ -50,7 +54,7 @@ def test_json_prints_the_search_result(run):
     data = json.loads(run('"learned caches"', "--json").output)
     assert data["total"] == 1
     assert data["hits"][0]["highlights"]["title"].startswith("<mark>Learned</mark>")
-    assert set(data["facets"]) == {"author", "year", "category"}
+    assert set(data["facets"]) == {"author", "year", "category", "subject"}
 
 
 def test_a_suggestion_is_shown(run):
@@ -170,6 +174,24 @@ def test_a_bad_index_location_is_a_one_line_error(location, message):
     assert result.exit_code == 1
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: ") and message in line
+
+
+def test_subject_options_take_any_level_and_no_crosslists_keeps_to_primary_categories(run):
+    # The fixture's cs.LG records: one with it as primary (2201.00002), one cross-listed.
+    listed = json.loads(run("", "--category", "cs.LG", "--json").output)
+    assert listed["total"] == 2
+    primary = json.loads(run("", "--category", "cs.LG", "--no-crosslists", "--json").output)
+    assert [hit["id"] for hit in primary["hits"]] == ["2201.00002"]
+    assert primary["query"]["crosslists"] == "exclude"
+    archive = json.loads(run("", "--subject", "cs", "--json").output)
+    assert archive["total"] == 4
+    assert json.loads(run("", "--category", "grp_physics", "--json").output)["total"] == 1
+    assert {v["value"]: v["label"] for v in archive["facets"]["subject"]} == {
+        "cs": "Computer Science",
+        "hep-ph": "High Energy Physics - Phenomenology",
+    }
+    shown = run("", "--subject", "grp_cs", "--no-crosslists").output
+    assert "subject: cs Computer Science (4)" in shown
 
 
 def test_repeated_facet_options_are_or_within_a_facet(run):

@@ -14,8 +14,8 @@ from tests.support import FIXTURE_RECORDS
 RECORD = FIXTURE_RECORDS[0]  # two authors, 2023, cs.DC and cs.LG
 
 
-def test_the_facets_are_author_year_and_category_in_that_order():
-    assert FACET_NAMES == ("author", "year", "category")
+def test_the_facets_are_author_year_category_and_subject_in_that_order():
+    assert FACET_NAMES == ("author", "year", "category", "subject")
     assert tuple(facet.name for facet in FACETS) == FACET_NAMES
 
 

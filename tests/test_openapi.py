@@ -82,7 +82,10 @@ def test_search_parameters_and_errors_are_documented(spec):
         "facet_size",
         "highlight",
         "fields",
+        "subject",
+        "crosslists",
     }
+    assert parameters["crosslists"]["schema"]["enum"] == ["include", "exclude"]
     assert parameters["author"]["explode"] is True  # repeatable
     assert parameters["facets"]["explode"] is False  # comma list
     assert parameters["per_page"]["schema"]["maximum"] == 100

@@ -125,12 +125,13 @@ def test_stats_top_limits_the_values_of_each_facet(service):
         "author": 3,
         "year": 3,
         "category": 3,
+        "subject": 2,
     }
     assert [v.value for v in stats.facets["author"]][:2] == [
         "Aditya Akella",
         "Shivaram Venkataraman",
     ]
-    assert stats.cardinalities == {"author": 6, "year": 5, "category": 5}
+    assert stats.cardinalities == {"author": 6, "year": 5, "category": 5, "subject": 2}
     assert stats.facets["author"] == service.stats().facets["author"][:3]
 
 

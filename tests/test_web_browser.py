@@ -62,6 +62,20 @@ def fixture_server(fixture_index) -> Iterator[str]:
     yield from serve(fixture_index)
 
 
+@pytest.fixture(scope="module")
+def kaggle_server(kaggle_sample, tmp_path_factory) -> Iterator[str]:
+    """The 200 arXiv records of the Kaggle sample: 16 subjects, about 70 categories."""
+    from searchsvc.records import Deduplicator
+    from searchsvc.sources import read_records
+    from tests.support import build_index
+
+    dedupe = Deduplicator()
+    for record in read_records([kaggle_sample]):
+        dedupe.add(record)
+    location = build_index(tmp_path_factory.mktemp("kaggle-index") / "index", dedupe.records())
+    yield from serve(Path(location))
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -81,6 +95,36 @@ def summary(page) -> str:
     return page.locator("#results-heading").inner_text()
 
 
+def subjects(page):
+    """The sidebar's Subject facet (subject groups, their categories, the cross-list toggle)."""
+    return page.get_by_role("group", name="Subject", exact=True)
+
+
+def subject_group(page, name: str):
+    """The collapsible group of one subject, by the name its summary shows."""
+    summary = page.locator("summary", has_text=re.compile("^" + re.escape(name)))
+    return subjects(page).locator("details.subject__group", has=summary)
+
+
+def summary_of(group):
+    return group.locator(":scope > summary")
+
+
+def wait_for_query(page, *pairs: tuple[str, str]) -> None:
+    """Wait until the address bar holds exactly these query pairs (in any order)."""
+    page.wait_for_url(lambda url: sorted(query_of(url)) == sorted(pairs))
+
+
+def count_in(locator) -> int:
+    """The record count a facet entry (a summary or a label) shows."""
+    return int(re.search(r"\d+", locator.locator(".facet__count").first.text_content())[0])
+
+
+def total_of(page) -> int:
+    """The number of records the results heading announces."""
+    return int(re.search(r"([\d,]+) records?\b", summary(page))[1].replace(",", ""))
+
+
 def test_search_filter_page_back_record_and_author(page, seed_server):
     # Search.
     page.goto(seed_server + "/")
@@ -91,14 +135,14 @@ def test_search_filter_page_back_record_and_author(page, seed_server):
     expect(page.locator(".hit__title mark").first).to_be_visible()
 
     # Tick two categories: each tick submits the form (JavaScript) and lands in the URL.
-    facets = page.get_by_role("group", name="Category")
+    facets = subjects(page)
     facets.get_by_label("cs.DC").check()
     expect(page.locator("#results-heading")).to_have_text("7 records for “learning”")
     assert query_of(page.url) == [("q", "learning"), ("category", "cs.DC")]
     assert "year_from" not in page.url  # empty fields stay out of the address
     # The page reloaded; keyboard focus is back on the box just ticked.
-    expect(page.get_by_role("group", name="Category").get_by_label("cs.DC")).to_be_focused()
-    facets = page.get_by_role("group", name="Category")
+    expect(subjects(page).get_by_label("cs.DC")).to_be_focused()
+    facets = subjects(page)
     facets.get_by_label("cs.LG").check()
     expect(page.locator("#results-heading")).to_have_text("1–10 of 17 records for “learning”")
     assert sorted(query_of(page.url)) == [
@@ -106,9 +150,11 @@ def test_search_filter_page_back_record_and_author(page, seed_server):
         ("category", "cs.LG"),
         ("q", "learning"),
     ]
-    expect(page.get_by_role("group", name="Category").get_by_label("cs.DC")).to_be_checked()
-    expect(page.get_by_role("group", name="Category").get_by_label("cs.LG")).to_be_checked()
-    expect(page.get_by_role("list", name="Active filters")).to_contain_text("Category: cs.DC")
+    expect(subjects(page).get_by_label("cs.DC")).to_be_checked()
+    expect(subjects(page).get_by_label("cs.LG")).to_be_checked()
+    expect(page.get_by_role("list", name="Active filters")).to_contain_text(
+        "Category: Distributed, Parallel, and Cluster Computing"
+    )
 
     # A year range.
     page.get_by_label("From").fill("2021")
@@ -130,8 +176,8 @@ def test_search_filter_page_back_record_and_author(page, seed_server):
     expect(page.locator("#results-heading")).to_have_text("1–10 of 12 records for “learning”")
     assert ("page", "2") not in query_of(page.url)
     assert page.locator(".hit__title").all_inner_texts() == first_page_titles
-    expect(page.get_by_role("group", name="Category").get_by_label("cs.DC")).to_be_checked()
-    expect(page.get_by_role("group", name="Category").get_by_label("cs.NI")).not_to_be_checked()
+    expect(subjects(page).get_by_label("cs.DC")).to_be_checked()
+    expect(subjects(page).get_by_label("cs.NI")).not_to_be_checked()
     expect(page.get_by_label("From")).to_have_value("2021")
 
     # Open a record.
@@ -156,13 +202,13 @@ def test_search_filter_page_back_record_and_author(page, seed_server):
 
 def test_back_shows_the_state_of_the_url_not_the_last_click(page, seed_server):
     page.goto(seed_server + "/?q=learning")
-    page.get_by_role("group", name="Category").get_by_label("cs.DC").check()
+    subjects(page).get_by_label("cs.DC").check()
     expect(page.locator("#results-heading")).to_have_text("7 records for “learning”")
     page.go_back()
     expect(page.locator("#results-heading")).to_have_text("1–10 of 21 records for “learning”")
-    expect(page.get_by_role("group", name="Category").get_by_label("cs.DC")).not_to_be_checked()
+    expect(subjects(page).get_by_label("cs.DC")).not_to_be_checked()
     page.go_forward()
-    expect(page.get_by_role("group", name="Category").get_by_label("cs.DC")).to_be_checked()
+    expect(subjects(page).get_by_label("cs.DC")).to_be_checked()
 
 
 def test_did_you_mean(page, seed_server):
@@ -193,11 +239,11 @@ def test_filters_work_without_javascript(browser, seed_server):
     page = context.new_page()
     try:
         page.goto(seed_server + "/?q=learning")
-        page.get_by_role("group", name="Category").get_by_label("cs.NI").check()
+        subjects(page).get_by_label("cs.NI").check()
         page.get_by_role("button", name="Apply filters").click()
         expect(page.locator("#results-heading")).to_have_text("2 records for “learning”")
         assert query_of(page.url) == [("q", "learning"), ("category", "cs.NI")]
-        expect(page.get_by_role("group", name="Category").get_by_label("cs.NI")).to_be_checked()
+        expect(subjects(page).get_by_label("cs.NI")).to_be_checked()
         page.get_by_role("button", name="Sort").click()  # visible without JavaScript
         assert ("sort", "relevance") in query_of(page.url)
     finally:
@@ -239,7 +285,7 @@ def test_phone_width_has_no_sideways_scrolling(browser, seed_server, path):
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         if path.startswith("/?"):
             # The filters fold behind one button on a phone...
-            categories = page.get_by_role("group", name="Category")
+            categories = subjects(page)
             expect(categories).to_be_hidden()
             page.get_by_text("Filters (1 active)").click()
             expect(categories).to_be_visible()
@@ -250,3 +296,230 @@ def test_phone_width_has_no_sideways_scrolling(browser, seed_server, path):
             expect(categories).to_be_visible()
     finally:
         context.close()
+
+
+# -- the subject facet ----------------------------------------------------------------------
+
+# What a code looks like (cs.DC, hep-ph, math.CO): never what the sidebar shows as a name.
+CODE = re.compile(r"[a-z-]+(\.[A-Za-z-]+)?")
+
+
+def test_subject_groups_show_names_fold_and_round_trip_through_the_url(page, fixture_server):
+    page.goto(fixture_server + "/")
+    expect(page.locator("#results-heading")).to_have_text("5 records")
+    cs = subject_group(page, "Computer Science")
+    expect(summary_of(cs)).to_have_attribute("title", "cs")
+    assert count_in(summary_of(cs)) == 4
+    # Boxes in a closed group are out of the accessibility tree: include_hidden finds them.
+    dc = cs.get_by_role(
+        "checkbox", name="Distributed, Parallel, and Cluster Computing", include_hidden=True
+    )
+    label = cs.locator("label[title='cs.DC']")
+
+    # A group starts closed when nothing in it is chosen; its summary opens and closes it.
+    expect(dc).to_be_hidden()
+    summary_of(cs).click()
+    expect(dc).to_be_visible()
+    # The name is what one reads; the code is on hover and after the name for screen readers.
+    expect(label).to_contain_text("Distributed, Parallel, and Cluster Computing")
+    expect(dc).to_have_accessible_name(
+        re.compile(r"^Distributed, Parallel, and Cluster Computing \(cs\.DC\) \( ?2 records\)$")
+    )
+    label.hover()
+    expect(label).to_have_attribute("title", "cs.DC")
+    code = label.locator(".visually-hidden", has_text="cs.DC").bounding_box()
+    assert code["width"] <= 1 and code["height"] <= 1  # not shown on screen
+    summary_of(cs).click()
+    expect(dc).to_be_hidden()
+    summary_of(cs).click()
+
+    # Ticking a category narrows the results and lands in the URL; its group reopens.
+    dc.check()
+    expect(page.locator("#results-heading")).to_have_text("2 records")
+    wait_for_query(page, ("category", "cs.DC"))
+    expect(dc).to_be_checked()
+    expect(dc).to_be_focused()
+    expect(page.get_by_role("list", name="Active filters")).to_contain_text(
+        "Category: Distributed, Parallel, and Cluster Computing"
+    )
+    page.reload()
+    expect(page.locator("#results-heading")).to_have_text("2 records")
+    expect(dc).to_be_checked()
+
+    # A whole subject: its "All of" box, inside its group.
+    dc.uncheck()
+    expect(page.locator("#results-heading")).to_have_text("5 records")
+    wait_for_query(page)
+    hep = subject_group(page, "High Energy Physics - Phenomenology")
+    whole = hep.get_by_role(
+        "checkbox", name="All of High Energy Physics - Phenomenology", include_hidden=True
+    )
+    expect(whole).to_be_hidden()
+    summary_of(hep).click()
+    whole.check()
+    expect(page.locator("#results-heading")).to_have_text("1 record")
+    wait_for_query(page, ("subject", "hep-ph"))
+    expect(page.locator(".hit__title")).to_have_text(
+        ["Calculation of prompt diphoton production cross sections"]
+    )
+    expect(page.get_by_role("link", name=re.compile("^Subject: High Energy"))).to_be_visible()
+    page.reload()
+    expect(whole).to_be_checked()
+    expect(whole).to_be_visible()
+
+    # Back and Forward show the state of each URL.
+    page.go_back()
+    expect(page.locator("#results-heading")).to_have_text("5 records")
+    expect(whole).not_to_be_checked()
+    expect(dc).not_to_be_checked()
+    page.go_back()
+    expect(page.locator("#results-heading")).to_have_text("2 records")
+    wait_for_query(page, ("category", "cs.DC"))
+    expect(dc).to_be_checked()
+    page.go_forward()
+    page.go_forward()
+    expect(page.locator("#results-heading")).to_have_text("1 record")
+    expect(whole).to_be_checked()
+    assert page.dialogs == []
+
+
+def test_primary_category_toggle_changes_counts_and_round_trips(page, fixture_server):
+    page.goto(fixture_server + "/")
+    cs = subject_group(page, "Computer Science")
+    machine_learning = cs.get_by_role(
+        "checkbox", name=re.compile("^Machine Learning"), include_hidden=True
+    )
+    toggle = subjects(page).get_by_role("checkbox", name="Primary category only")
+    # Two records are in cs.LG: one as its primary category, one as a cross-list.
+    summary_of(cs).click()
+    expect(machine_learning).to_have_accessible_name(re.compile(r"\( ?2 records\)$"))
+    expect(toggle).not_to_be_checked()
+
+    toggle.check()
+    wait_for_query(page, ("crosslists", "exclude"))
+    expect(toggle).to_be_checked()
+    expect(page.get_by_role("link", name=re.compile("^Primary category only"))).to_be_visible()
+    summary_of(cs).click()
+    expect(machine_learning).to_have_accessible_name(re.compile(r"\( ?1 records\)$"))
+    machine_learning.check()
+    expect(page.locator("#results-heading")).to_have_text("1 record")
+    wait_for_query(page, ("category", "cs.LG"), ("crosslists", "exclude"))
+    page.reload()
+    expect(toggle).to_be_checked()
+    expect(machine_learning).to_be_checked()
+    expect(page.locator("#results-heading")).to_have_text("1 record")
+
+    # Unticked: every category counts again.
+    toggle.uncheck()
+    wait_for_query(page, ("category", "cs.LG"))
+    expect(page.locator("#results-heading")).to_have_text("2 records")
+    page.go_back()
+    expect(page.locator("#results-heading")).to_have_text("1 record")
+    expect(toggle).to_be_checked()
+    page.go_back()
+    page.go_back()
+    wait_for_query(page)
+    expect(toggle).not_to_be_checked()
+    summary_of(cs).click()
+    expect(machine_learning).to_have_accessible_name(re.compile(r"\( ?2 records\)$"))
+
+
+def test_many_subjects_fold_and_a_category_and_subject_select_on_arxiv_records(page, kaggle_server):
+    page.goto(kaggle_server + "/")
+    expect(page.locator("#results-heading")).to_have_text("1–10 of 200 records")
+    facet = subjects(page)
+    names = facet.locator("details.subject__group > summary .facet__value").all_text_contents()
+    assert len(names) >= 12 and {"Mathematics", "Computer Science", "Astrophysics"} <= set(names)
+    assert not [name for name in names if CODE.fullmatch(name)]
+    # Eight subjects show; the rest fold under one "more".
+    more = facet.locator(":scope > details.facet__more > summary")
+    expect(more).to_have_text(f"{len(names) - 8} more subjects")
+    expect(subject_group(page, names[-1])).to_be_hidden()
+    more.click()
+    expect(subject_group(page, names[-1])).to_be_visible()
+    counts = facet.locator("details.subject__group > summary")
+    included = [count_in(counts.nth(i)) for i in range(counts.count())]
+    assert sum(included) > 200  # a cross-listed record counts in each of its subjects
+
+    # A category, by its name, inside its subject.
+    maths = subject_group(page, "Mathematics")
+    maths_total = count_in(summary_of(maths))
+    summary_of(maths).click()
+    combinatorics = maths.get_by_role(
+        "checkbox", name=re.compile("^Combinatorics"), include_hidden=True
+    )
+    label = maths.locator("label", has_text="Combinatorics")
+    expect(label).to_have_attribute("title", "math.CO")
+    listed = count_in(label)
+    combinatorics.check()
+    wait_for_query(page, ("category", "math.CO"))
+    expect(page.locator("#results-heading")).to_have_text(
+        f"{listed} record{'' if listed == 1 else 's'}"
+    )
+    tags = page.locator(".hit .tags")
+    for n in range(tags.count()):
+        expect(tags.nth(n)).to_contain_text("Combinatorics")
+    expect(combinatorics).to_be_checked()
+
+    # The whole subject instead.
+    combinatorics.uncheck()
+    expect(page.locator("#results-heading")).to_have_text("1–10 of 200 records")
+    maths.get_by_role("checkbox", name=re.compile("^All of Mathematics")).check()
+    wait_for_query(page, ("subject", "math"))
+    expect(page.locator("#results-heading")).to_contain_text(f"{maths_total} records")
+    page.reload()
+    expect(maths.get_by_role("checkbox", name=re.compile("^All of Mathematics"))).to_be_checked()
+    assert total_of(page) == maths_total
+    page.go_back()
+    page.go_back()
+    wait_for_query(page, ("category", "math.CO"))
+    expect(combinatorics).to_be_checked()
+
+    # Primary categories only: fewer subject entries, and back again.
+    page.goto(kaggle_server + "/")
+    subjects(page).get_by_role("checkbox", name="Primary category only").check()
+    wait_for_query(page, ("crosslists", "exclude"))
+    counts = subjects(page).locator("details.subject__group > summary")
+    primary = [count_in(counts.nth(i)) for i in range(counts.count())]
+    assert sum(primary) < sum(included)
+    page.go_back()
+    expect(subjects(page).get_by_role("checkbox", name="Primary category only")).not_to_be_checked()
+    counts = subjects(page).locator("details.subject__group > summary")
+    assert sum(count_in(counts.nth(i)) for i in range(counts.count())) == sum(included)
+
+
+# -- accessibility: axe-core, WCAG 2.1 A and AA -----------------------------------------------
+
+WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def axe_violations(page) -> list[str]:
+    """axe-core's WCAG 2.1 A/AA violations on the page as shown, then with every fold open."""
+    axe = pytest.importorskip("axe_playwright_python.sync_playwright").Axe()
+    options = {"runOnly": {"type": "tag", "values": WCAG_21_AA}, "resultTypes": ["violations"]}
+    found = []
+    for state in ("as loaded", "every <details> open"):
+        if state != "as loaded":
+            page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        for violation in axe.run(page, options=options).response["violations"]:
+            targets = [" ".join(node["target"]) for node in violation["nodes"]]
+            found.append(f"{page.url} ({state}): {violation['id']}: {violation['help']} {targets}")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("server", "subject"), [("fixture_server", "cs"), ("kaggle_server", "math")]
+)
+def test_search_record_and_author_pages_have_no_axe_violations(request, page, server, subject):
+    base = request.getfixturevalue(server)
+    page.goto(f"{base}/?subject={subject}&crosslists=exclude")
+    expect(subjects(page).get_by_role("checkbox", name=re.compile("^All of"))).to_be_checked()
+    violations = axe_violations(page)
+    page.goto(f"{base}/?subject={subject}")
+    page.locator(".hit__title a").first.click()
+    expect(page.locator(".record .tags")).to_be_visible()
+    violations += axe_violations(page)
+    page.locator(".record__authors a").first.click()
+    expect(page.get_by_role("heading", name="By category")).to_be_visible()
+    violations += axe_violations(page)
+    assert violations == []

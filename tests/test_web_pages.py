@@ -104,8 +104,10 @@ def test_results_show_highlights_authors_year_categories_and_time(seed_client):
 def test_ticked_categories_are_checked_counted_and_removable(seed_client):
     markup = page(seed_client, "/?category=cs.DC&category=cs.LG")
     assert checked_values(markup, "category") == {"cs.DC", "cs.LG"}
-    # Disjunctive counts: choosing cs.DC does not zero cs.LG.
-    assert re.search(r"cs\.LG</span> <span class=\"facet__count\">.*?11", markup)
+    # Disjunctive counts: choosing cs.DC does not zero cs.LG (Machine Learning).
+    assert re.search(
+        r"Machine Learning<[^>]*> \(cs\.LG\)</span></span> <[^>]*facet__count.*?11", markup
+    )
     assert "of 23 records" in text_of(markup)
     chips = re.findall(r'<a class="chip" href="([^"]+)"', markup)
     assert sorted(parse_qsl(urlsplit(html.unescape(h)).query) for h in chips) == [
@@ -113,6 +115,144 @@ def test_ticked_categories_are_checked_counted_and_removable(seed_client):
         [("category", "cs.LG")],
     ]
     assert "Clear all filters" in markup
+
+
+def spoken(markup: str) -> str:
+    """The text of a bit of markup with its hidden parts, as a screen reader reads it."""
+    return re.sub(r"\(\s+", "(", text_of(markup))
+
+
+def subject_groups(markup: str) -> dict[str, tuple[bool, str]]:
+    """The sidebar's subject groups: code -> (open, the summary as read)."""
+    groups = re.findall(
+        r'<details class="subject__group"( open)?>\s*<summary title="([^"]+)">(.*?)</summary>',
+        markup,
+        flags=re.S,
+    )
+    return {code: (bool(is_open), spoken(summary)) for is_open, code, summary in groups}
+
+
+def option_label(markup: str, name: str, value: str) -> tuple[str | None, str]:
+    """A facet checkbox's label: (its title, its text as a screen reader reads it)."""
+    box = re.search(rf'<input type="checkbox" id="([^"]+)" name="{name}" value="{value}"', markup)
+    assert box, (name, value)
+    label = re.search(
+        rf'<label for="{box.group(1)}"( title="([^"]*)")?>(.*?)</label>', markup, re.S
+    )
+    return label.group(2), spoken(label.group(3))
+
+
+def test_subjects_group_their_categories_by_name_with_codes_on_hover(client):
+    markup = page(client, "/")
+    # One group per subject, named and counted, closed until something in it is chosen.
+    groups = subject_groups(markup)
+    assert groups["cs"] == (False, "Computer Science (30 records)")
+    assert groups["hep-ph"] == (False, "High Energy Physics - Phenomenology (2 records)")
+    # Inside: the whole subject, then its categories by name, the code on hover and read out.
+    assert option_label(markup, "subject", "cs") == (
+        "cs",
+        "All of Computer Science (cs) (30 records)",
+    )
+    assert option_label(markup, "category", "cs.DC") == (
+        "cs.DC",
+        "Distributed, Parallel, and Cluster Computing (cs.DC) (2 records)",
+    )
+    assert option_label(markup, "category", "cs.PL")[1].startswith("Programming Languages (cs.PL)")
+    cs_group = re.search(r'(?s)<summary title="cs">.*?</details>', markup).group(0)
+    assert 'value="cs.DC"' in cs_group and 'value="cs.PL"' in cs_group
+    # A one-category archive (hep-ph holds hep-ph) lists only its "all of" box.
+    assert 'name="category" value="hep-ph"' not in markup
+    # The whole page works without script of its own: no inline script or handler.
+    assert not re.search(r"<script(?![^>]*\bsrc=)", markup)
+    assert not re.search(r"<[a-z][^>]*\son[a-z]+=", markup)
+
+
+def test_a_chosen_subject_or_category_opens_its_group_and_is_a_named_chip(client):
+    markup = page(client, "/?category=cs.DC&subject=hep-ph")
+    groups = subject_groups(markup)
+    assert groups["cs"][0] and groups["hep-ph"][0]
+    assert checked_values(markup, "category") == {"cs.DC"}
+    assert checked_values(markup, "subject") == {"hep-ph"}
+    chips = re.findall(r'<a class="chip" href="([^"]+)"( title="([^"]+)")?>(.*?)</a>', markup)
+    # Each chip reads by name (the code on hover) and its link drops only its own filter.
+    assert {
+        spoken(text): (title, parse_qsl(urlsplit(html.unescape(href)).query))
+        for href, _, title, text in chips
+    } == {
+        "Category: Distributed, Parallel, and Cluster Computing (cs.DC) × (remove filter)": (
+            "cs.DC",
+            [("subject", "hep-ph")],
+        ),
+        "Subject: High Energy Physics - Phenomenology (hep-ph) × (remove filter)": (
+            "hep-ph",
+            [("category", "cs.DC")],
+        ),
+    }
+
+
+def test_chosen_values_outside_the_counts_stay_listed_and_ticked(client):
+    # An archive as a category filter, a group as a subject filter: listed flat, by name.
+    markup = page(client, "/?category=cs&subject=grp_cs")
+    assert "of 30 records" in spoken(markup)
+    assert checked_values(markup, "category") == {"cs"}
+    assert checked_values(markup, "subject") == {"grp_cs"}
+    assert option_label(markup, "category", "cs") == ("cs", "Computer Science (cs)")
+    assert option_label(markup, "subject", "grp_cs") == ("grp_cs", "Computer Science (grp_cs)")
+    # A chosen category no record of this search has: in its subject's group, uncounted.
+    markup = page(client, "/?q=compilers&category=cs.DC")
+    assert subject_groups(markup)["cs"][0]
+    assert option_label(markup, "category", "cs.DC")[1] == (
+        "Distributed, Parallel, and Cluster Computing (cs.DC)"
+    )
+
+
+def test_categories_of_other_sources_stay_flat_by_their_code(tmp_path):
+    records = [
+        Record(id="eco-1", title="Bees", authors=("A",), year=2020, categories=("Ecology",)),
+        Record(
+            id="eco-2", title="Ants", authors=("B",), year=2021, categories=("Ecology", "cs.DC")
+        ),
+    ]
+    location = build_index(tmp_path / "index", records)
+    client = create_app({"INDEX": location, "TESTING": True}).test_client()
+    markup = page(client, "/")
+    assert set(subject_groups(markup)) == {"cs"}
+    assert option_label(markup, "category", "Ecology") == (None, "Ecology (2 records)")
+    assert 'name="subject" value="Ecology"' not in markup  # its category says it all
+    markup = page(client, "/?category=Ecology")
+    assert checked_values(markup, "category") == {"Ecology"}
+    assert "Category: Ecology ×" in spoken(markup)
+    record = page(client, "/records/eco-2")
+    assert re.search(r'<a href="[^"]*category=Ecology" class="tag">Ecology</a>', record)
+
+
+def test_crosslists_toggle_counts_primary_categories_and_stays_in_the_links(client):
+    markup = page(client, "/")
+    assert (
+        'name="crosslists" value="exclude"' in markup
+        and checked_values(markup, "crosslists") == set()
+    )
+    assert option_label(markup, "category", "cs.LG")[1].endswith("(2 records)")
+    markup = page(client, "/?crosslists=exclude&sort=title")
+    assert checked_values(markup, "crosslists") == {"exclude"}
+    # cs.LG is the first category of one fixture record, a cross-list of the other.
+    assert option_label(markup, "category", "cs.LG")[1].endswith("(1 records)")
+    assert "Filters (1 active)" in markup
+    chip = re.search(r'<a class="chip" href="([^"]+)">(.*?)</a>', markup)
+    assert spoken(chip.group(2)) == "Primary category only × (remove filter)"
+    assert parse_qsl(urlsplit(html.unescape(chip.group(1))).query) == [("sort", "title")]
+    next_link = html.unescape(re.search(r'<a rel="next" href="([^"]+)"', markup).group(1))
+    assert parse_qsl(urlsplit(next_link).query) == [
+        ("sort", "title"),
+        ("page", "2"),
+        ("crosslists", "exclude"),
+    ]
+    assert '<input type="hidden" name="crosslists" value="exclude">' in markup  # the sort form
+    feed = re.search(
+        r'<link rel="alternate" type="application/atom\+xml"[^>]*href="([^"]+)"', markup
+    )
+    assert ("crosslists", "exclude") in parse_qsl(urlsplit(html.unescape(feed.group(1))).query)
+    assert "crosslists" not in html.unescape(re.search(r'href="([^"]+)">Clear all', markup)[1])
 
 
 def test_every_state_is_in_the_links(seed_client):
@@ -286,6 +426,21 @@ def test_record_page_shows_the_full_record_links_and_exports(client):
     assert "More like this" in text
     similar = re.search(r'(?s)id="similar-heading".*?</section>', markup).group(0)
     assert "/records/" in similar and '/records/2301.00001"' not in similar
+
+
+def test_record_and_author_pages_name_categories_with_codes_on_hover(client):
+    markup = page(client, "/records/2301.00001")
+    tags = re.findall(r'<a href="([^"]+)" class="tag" title="([^"]+)">(.*?)</a>', markup)
+    assert [(html.unescape(h), t, spoken(x)) for h, t, x in tags] == [
+        ("/?category=cs.DC", "cs.DC", "Distributed, Parallel, and Cluster Computing (cs.DC)"),
+        ("/?category=cs.LG", "cs.LG", "Machine Learning (cs.LG)"),
+    ]
+    author = page(client, "/authors/Aditya%20Akella")
+    by_category = re.search(r'(?s)id="cat-heading".*?</ul>', author).group(0)
+    assert 'title="cs.NI">Networking and Internet Architecture<' in by_category
+    assert "category=cs.NI" in html.unescape(by_category)
+    listed = re.search(r'(?s)class="author-records".*', author).group(0)
+    assert '<span class="tag" title="cs.LG">Machine Learning<' in listed
 
 
 def test_record_exports_as_bibtex_and_json(client):

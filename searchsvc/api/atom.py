@@ -92,6 +92,8 @@ def feed_title(request: SearchRequest) -> str:
         values = request.selected(facet.name)
         if values:
             parts.append(f"{facet.label.lower()} {' or '.join(values)}")
+    if request.primary_only:
+        parts.append("primary categories only")
     if request.year_from is not None or request.year_to is not None:
         low = request.year_from if request.year_from is not None else ""
         high = request.year_to if request.year_to is not None else ""

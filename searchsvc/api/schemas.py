@@ -10,7 +10,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from searchsvc.facets import FACET_NAMES, FACETS, Facet
+from searchsvc.facets import CROSSLISTS, FACET_NAMES, FACETS, Facet
 from searchsvc.query import SORTS
 
 
@@ -42,9 +42,24 @@ class HitSchema(RecordSchema):
 
 
 class FacetValueSchema(Schema):
-    value = fields.String(required=True)
+    value = fields.String(required=True, metadata={"description": "What a filter selects."})
     count = fields.Integer(required=True)
     selected = fields.Boolean(required=True)
+    label = fields.String(
+        required=True,
+        metadata={
+            "description": "The value as people read it: a subject's name from arXiv's "
+            'taxonomy (cs.DC: "Distributed, Parallel, and Cluster Computing"); else the value.'
+        },
+    )
+    parent = fields.String(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "What the value belongs to: a category's archive (cs), an "
+            "archive's group (grp_cs); null for other values and unknown categories."
+        },
+    )
 
 
 def _facet_values(**kwargs: Any) -> fields.List:
@@ -68,6 +83,7 @@ class _UnderstoodQueryBase(Schema):
     facet_size = fields.Integer(required=True)
     highlight = fields.Boolean(required=True)
     search_fields = _strings(data_key="fields", attribute="fields")
+    crosslists = fields.String(required=True, validate=validate.OneOf(CROSSLISTS))
 
 
 def _selection(facet: Facet) -> fields.List:

@@ -147,7 +147,11 @@ def stats_lines(figures: IndexStats) -> list[str]:
     for facet, values in figures.facets.items():
         lines.append(f"{facet} ({figures.cardinalities[facet]} distinct):")
         width = len(str(values[0].count)) if values else 1
-        lines.extend(f"  {value.count:>{width}}  {value.value}" for value in values)
+        lines.extend(
+            f"  {value.count:>{width}}  {value.value}"
+            + (f"  {value.label}" if value.label and value.label != value.value else "")
+            for value in values
+        )
     return lines
 
 

@@ -14,7 +14,7 @@ from searchsvc.cli.common import index_option, reports_errors
 from searchsvc.errors import InvalidRequest
 from searchsvc.facets import FACETS
 from searchsvc.params import search_request_from
-from searchsvc.query import DEFAULT_PER_PAGE, SORTS, SearchResult
+from searchsvc.query import DEFAULT_PER_PAGE, SORTS, FacetValue, SearchResult
 from searchsvc.service import SearchService
 
 _MARK = re.compile(r"<mark>(.*?)</mark>", re.DOTALL)
@@ -46,6 +46,12 @@ def _facet_filters(command: Callable[..., Any]) -> Callable[..., Any]:
 # Numbers are checked by the translator, with the API's messages.
 @click.option("--page", default="1", metavar="INTEGER", show_default=True)
 @click.option("--per-page", default=str(DEFAULT_PER_PAGE), metavar="INTEGER", show_default=True)
+@click.option(
+    "--crosslists/--no-crosslists",
+    default=True,
+    help="With --no-crosslists, --category/--subject and their counts see each record's "
+    "primary category only.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the SearchResult as JSON.")
 @reports_errors
 def search(
@@ -56,14 +62,19 @@ def search(
     sort: str | None,
     page: str,
     per_page: str,
+    crosslists: bool,
     as_json: bool,
     **filters: tuple[str, ...],
 ) -> None:
-    """Search the index: ranked hits with highlighted words, and facet counts.
+    """Search the index: ranked hits with highlighted words, and facet counts (subjects by
+    name beside their code).
 
     QUERY uses the query language: words, "phrases", AND/OR/NOT, (groups), title:, abstract:,
-    author:, category:, year:2020..2023, sched*, schedular~. Quote it for the shell, so that
-    its own quotes reach the query: searchsvc search '"learned caches"'.
+    author:, category:, subject:, year:2020..2023, sched*, schedular~. Quote it for the shell,
+    so that its own quotes reach the query: searchsvc search '"learned caches"'.
+
+    A subject filter takes a category, an archive or a group: --category cs is every cs.*
+    record, --subject grp_physics every physics one.
     """
     # The parameters as the API would receive them, through the same translator.
     params = {
@@ -74,6 +85,7 @@ def search(
         "sort": sort,
         "page": page,
         "per_page": per_page,
+        "crosslists": "include" if crosslists else "exclude",
     }
     try:
         request = search_request_from(params)
@@ -89,6 +101,13 @@ def search(
 
 # The translator names the API's parameters; the command line has options.
 _OPTION_OF = {"year_from": "--from", "year_to": "--to", "per_page": "--per-page", "q": "QUERY"}
+
+
+def facet_value_text(value: FacetValue) -> str:
+    """A facet value for the terminal: a subject's name beside its code, then the count."""
+    code = click.style(value.value, underline=value.selected)
+    named = f"{code} {value.label}" if value.label and value.label != value.value else code
+    return f"{named} ({value.count})"
 
 
 def _for_the_command_line(error: InvalidRequest) -> InvalidRequest:
@@ -131,9 +150,8 @@ def render(result: SearchResult) -> str:
         lines.append("")
     for facet, values in result.facets.items():
         if values:
-            shown = ", ".join(
-                f"{click.style(v.value, underline=v.selected)} ({v.count})" for v in values
-            )
+            # Not commas: subject names have their own ("Distributed, Parallel, and ...").
+            shown = " · ".join(facet_value_text(v) for v in values)
             lines.append(f"{click.style(facet, bold=True)}: {shown}")
     return "\n".join(lines) + "\n"
 

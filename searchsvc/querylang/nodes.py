@@ -21,10 +21,12 @@ from dataclasses import dataclass
 
 # The fields a query may name, with their aliases, and what kind of values each holds.
 TEXT_FIELDS = ("title", "abstract", "author")  # analysed words: terms, phrases, wildcards, fuzzy
-EXACT_FIELDS = ("category",)  # exact values (case- and accent-insensitive)
+# Exact values (case- and accent-insensitive); subjects of any level: `category:cs` is the
+# archive, as is `subject:cs`.
+EXACT_FIELDS = ("category", "subject")
 YEAR_FIELD = "year"  # a year or a range of years
 FIELDS = (*TEXT_FIELDS, *EXACT_FIELDS, YEAR_FIELD)
-FIELD_ALIASES = {"authors": "author", "categories": "category"}
+FIELD_ALIASES = {"authors": "author", "categories": "category", "subjects": "subject"}
 
 
 @dataclass(frozen=True, slots=True)

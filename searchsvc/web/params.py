@@ -20,8 +20,9 @@ from searchsvc.records import MAX_YEAR, MIN_YEAR
 
 PER_PAGE = 10
 _INTEGER = re.compile(r"-?[0-9]{1,9}")
-# Facet counts fetched per search: enough years for the histogram, and a "more" list per facet.
-FACET_SIZE = min(50, MAX_FACET_SIZE)
+# Facet counts fetched per search: as many as allowed, so that each subject of the sidebar lists
+# its categories (the flat facets, year and author, show fewer: views.FLAT_FACET_SIZE).
+FACET_SIZE = MAX_FACET_SIZE
 YEAR_PARAMETERS = ("year", "year_from", "year_to")
 
 
@@ -169,11 +170,12 @@ class SearchLinks:
 
     @property
     def filter_count(self) -> int:
+        """Active filters: facet values, a year range, and cross-lists left out."""
         r = self.request
         ranges = (r.year_from is not None) or (r.year_to is not None)
-        return sum(len(values) for values in r.filters.values()) + int(ranges)
+        return sum(len(values) for values in r.filters.values()) + int(ranges) + r.primary_only
 
     @property
     def has_filters(self) -> bool:
         r = self.request
-        return bool(r.filters) or r.year_from is not None or r.year_to is not None
+        return bool(r.filters) or r.year_from is not None or r.year_to is not None or r.primary_only

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from itertools import count
 
 from flask import Blueprint, Response, jsonify, render_template, request, url_for
 from markupsafe import Markup, escape
 
 from searchsvc.errors import InvalidRequest, QueryError, RecordNotFound
 from searchsvc.extension import get_service
-from searchsvc.facets import DISPLAYED_FACETS
-from searchsvc.query import SORTS, Hit, SearchRequest, SearchResult
+from searchsvc.facets import DISPLAYED_FACETS, facet_named
+from searchsvc.query import SORTS, FacetValue, Hit, SearchRequest, SearchResult
 from searchsvc.records import Record
 from searchsvc.web.bibtex import to_bibtex
 from searchsvc.web.charts import year_bars
@@ -37,23 +39,104 @@ _MARK_TAG = re.compile(r"</?mark>")
 FACET_VISIBLE = 8
 
 
+# The flat facets (year, author) show and chart this many values; the page asks the engine for
+# more (params.FACET_SIZE) so that every subject's categories can be listed under it.
+FLAT_FACET_SIZE = 50
+
+
 @dataclass(frozen=True, slots=True)
 class FacetOption:
     """A checkbox of the facet sidebar; `count` is None for a selected value outside the top N."""
 
+    facet: str  # the query parameter it sets
     value: str
     count: int | None
     selected: bool
+    label: str  # how people read it: a subject's name, else the value itself
+    id: str
+
+    @property
+    def code(self) -> str | None:
+        """The code behind a name (`cs.DC` for "Distributed, …"), None when the label is it."""
+        return self.value if self.label != self.value else None
 
 
 @dataclass(frozen=True, slots=True)
 class FacetGroup:
-    """One facet of the sidebar: the values shown at once and those folded under "more"."""
+    """One flat facet of the sidebar: the values shown at once and those folded under "more"."""
 
     name: str
     label: str
     shown: list[FacetOption]
     more: list[FacetOption]
+
+
+@dataclass(slots=True)
+class SubjectGroup:
+    """A subject (an archive: "Computer Science") of the sidebar: the checkbox selecting all of
+    it and its categories, the first ones shown and the rest folded under "more"."""
+
+    subject: FacetOption
+    categories: list[FacetOption] = field(default_factory=list)
+    open: bool = False
+
+    @property
+    def shown(self) -> list[FacetOption]:
+        return _first(self.categories)
+
+    @property
+    def more(self) -> list[FacetOption]:
+        return _rest(self.categories)
+
+    @property
+    def has_selection(self) -> bool:
+        return self.subject.selected or any(option.selected for option in self.categories)
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectPanel:
+    """The sidebar's Subject facet: one collapsible group per subject, categories inside it;
+    categories the taxonomy does not know (other sources) listed flat, by their code."""
+
+    groups: list[SubjectGroup]
+    flat: list[FacetOption]
+
+    @property
+    def shown(self) -> list[SubjectGroup]:
+        return [g for i, g in enumerate(self.groups) if i < FACET_VISIBLE or g.has_selection]
+
+    @property
+    def more(self) -> list[SubjectGroup]:
+        return [g for i, g in enumerate(self.groups) if i >= FACET_VISIBLE and not g.has_selection]
+
+    @property
+    def flat_shown(self) -> list[FacetOption]:
+        return _first(self.flat)
+
+    @property
+    def flat_more(self) -> list[FacetOption]:
+        return _rest(self.flat)
+
+    def __bool__(self) -> bool:
+        return bool(self.groups or self.flat)
+
+
+@dataclass(frozen=True, slots=True)
+class Chip:
+    """An active filter above the results, read by name (code on hover), with its remove link."""
+
+    label: str
+    text: str
+    href: str
+    code: str | None = None
+
+
+def _first(options: list[FacetOption]) -> list[FacetOption]:
+    return [o for i, o in enumerate(options) if i < FACET_VISIBLE or o.selected]
+
+
+def _rest(options: list[FacetOption]) -> list[FacetOption]:
+    return [o for i, o in enumerate(options) if i >= FACET_VISIBLE and not o.selected]
 
 
 @bp.get("/")
@@ -78,6 +161,7 @@ def _search_page(
     if isinstance(error, InvalidRequest) and getattr(error, "details", {}).get("parameter") == "q":
         q = ""
     links = SearchLinks(search_request or SearchRequest())
+    ids = (f"f-{n}" for n in count(1))
     return render_template(
         "web/search.html",
         q=q,
@@ -86,31 +170,105 @@ def _search_page(
         error=error,
         links=links,
         feed_href=links.feed(url_for("api.search_feed")) if result else None,
-        facet_groups=_facet_groups(result) if result else [],
-        bars=year_bars(result.facets.get("year", ())) if result else [],
+        subjects=_subject_panel(result, ids) if result else SubjectPanel([], []),
+        facet_groups=_facet_groups(result, ids) if result else [],
+        chips=_chips(links) if result else [],
+        bars=year_bars(result.facets.get("year", ())[:FLAT_FACET_SIZE]) if result else [],
         sort_labels=SORT_LABELS,
         sorts=SORTS,
         explicit_sort=search_request.sort if search_request else None,
     )
 
 
-def _facet_groups(result: SearchResult) -> list[FacetGroup]:
-    """Sidebar checkboxes per facet; a selected value is always shown, even outside the top N."""
+def _facet_groups(result: SearchResult, ids: Iterable[str]) -> list[FacetGroup]:
+    """Sidebar checkboxes per flat facet (the subject facets are `_subject_panel`'s); a selected
+    value is always shown, even outside the top N."""
+    ids = iter(ids)
     groups = []
     for facet in DISPLAYED_FACETS:
+        if facet.hierarchical:
+            continue
         selected = set(result.request.selected(facet.name))
         options = [
-            FacetOption(v.value, v.count, v.selected or v.value in selected)
-            for v in result.facets.get(facet.name, ())
+            FacetOption(
+                facet.name, v.value, v.count, v.selected or v.value in selected, v.value, ""
+            )
+            for v in result.facets.get(facet.name, ())[:FLAT_FACET_SIZE]
         ]
         listed = {option.value for option in options}
-        options += [FacetOption(v, None, True) for v in sorted(selected - listed)]
+        options += [
+            FacetOption(facet.name, v, None, True, v, "") for v in sorted(selected - listed)
+        ]
         if facet.order == "value_descending":
             options.sort(key=lambda option: option.value, reverse=True)
-        shown = [o for i, o in enumerate(options) if i < FACET_VISIBLE or o.selected]
-        more = [o for i, o in enumerate(options) if i >= FACET_VISIBLE and not o.selected]
-        groups.append(FacetGroup(facet.name, facet.label, shown, more))
+        options = [replace(option, id=next(ids)) for option in options]
+        groups.append(FacetGroup(facet.name, facet.label, _first(options), _rest(options)))
     return groups
+
+
+def _subject_panel(result: SearchResult, ids: Iterable[str]) -> SubjectPanel:
+    """The `subject` facet's values (archives) as groups holding the `category` facet's values
+    whose parent they are. Selected values are always listed, even outside the counts: an
+    archive as a group, anything else (a group such as grp_cs, an unknown code) flat."""
+    ids = iter(ids)
+    request = result.request
+    names = ("subject", "category")
+    chosen = {name: set(request.selected(name)) for name in names}
+    counted = {name: {v.value for v in result.facets.get(name, ())} for name in names}
+
+    def values(name: str) -> list[FacetValue]:
+        listed = list(result.facets.get(name, ()))
+        describe = facet_named(name).describe
+        for value in sorted(chosen[name] - counted[name]):
+            label, parent = describe(value)
+            listed.append(FacetValue(value, 0, True, label, parent))
+        return listed
+
+    def option(name: str, v: FacetValue) -> FacetOption:
+        n = v.count if v.value in counted[name] else None
+        selected = v.selected or v.value in chosen[name]
+        return FacetOption(name, v.value, n, selected, v.label or v.value, next(ids))
+
+    groups: dict[str, SubjectGroup] = {}
+    flat: list[FacetOption] = []
+    for v in values("subject"):
+        if v.parent is None:
+            # Not an archive: a group (grp_cs) or a code of another source, whose records the
+            # flat category of the same code lists; shown only when selected.
+            if v.value in chosen["subject"]:
+                flat.append(option("subject", v))
+            continue
+        groups[v.value] = SubjectGroup(option("subject", v))
+    for v in values("category"):
+        if v.parent is None:
+            flat.append(option("category", v))
+            continue
+        group = groups.get(v.parent)
+        if group is None:  # its archive went uncounted: a group without a count
+            label, parent = facet_named("subject").describe(v.parent)
+            archive = FacetValue(v.parent, 0, False, label, parent)
+            group = groups[v.parent] = SubjectGroup(option("subject", archive))
+        group.categories.append(option("category", v))
+    for group in groups.values():
+        # A one-category archive (hep-ph holds hep-ph): its "all of" checkbox says it all.
+        only = group.categories[0] if len(group.categories) == 1 else None
+        if only and only.value == group.subject.value and not only.selected:
+            group.categories.clear()
+        group.open = group.has_selection or len(groups) == 1
+    return SubjectPanel(list(groups.values()), flat)
+
+
+def _chips(links: SearchLinks) -> list[Chip]:
+    """The active filters of the facets, named as people read them (subjects by name)."""
+    request = links.request
+    chips = []
+    for facet in DISPLAYED_FACETS:
+        for value in request.selected(facet.name):
+            label = facet.describe(value)[0]
+            code = value if label != value else None
+            href = links.removing(facet.name, value=value)
+            chips.append(Chip(facet.label, label, href, code))
+    return chips
 
 
 @bp.get("/records/<path:record_id>")
@@ -175,6 +333,13 @@ def author(name: str) -> str:
 
 
 bp.add_app_template_global(search_href, "search_href")
+
+
+@bp.app_template_filter("category_name")
+def category_name(code: str) -> str:
+    """A category's name ("Distributed, Parallel, and Cluster Computing" for cs.DC); a code
+    the subject taxonomy does not know is its own name."""
+    return facet_named("category").describe(code)[0]
 
 
 @bp.app_template_filter("highlighted")

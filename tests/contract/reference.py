@@ -12,17 +12,34 @@ from collections.abc import Collection, Iterable
 
 from searchsvc.query import SearchRequest, SearchResult
 from searchsvc.records import Record
+from searchsvc.subjects import taxonomy
+
+SUBJECT_FACETS = ("category", "subject")
 
 
-def facet_values(record: Record, facet: str) -> tuple[str, ...]:
-    """A record's values of a facet, as strings (the form facet values take)."""
+def facet_values(record: Record, facet: str, primary_only: bool = False) -> tuple[str, ...]:
+    """A record's values of a facet, as strings (the form facet values take): subjects as
+    canonical codes, each once (only the primary category's with `primary_only`)."""
+    tax = taxonomy()
+    categories = record.categories[:1] if primary_only else record.categories
     if facet == "author":
         return record.authors
     if facet == "category":
-        return record.categories
+        return tuple(dict.fromkeys(tax.canonical(code) for code in categories))
+    if facet == "subject":
+        return tuple(dict.fromkeys(a for code in categories for a in tax.archives_of(code)))
     if facet == "year":
         return () if record.year is None else (str(record.year),)
     raise AssertionError(f"no facet {facet!r} in the model")
+
+
+def filter_keys(record: Record, facet: str, primary_only: bool = False) -> set[str]:
+    """What a facet's selected values are matched against: a subject facet's value may name
+    the category, its archive or its group."""
+    if facet not in SUBJECT_FACETS:
+        return set(facet_values(record, facet))
+    categories = record.categories[:1] if primary_only else record.categories
+    return {key for code in categories for key in taxonomy().keys_of(code)}
 
 
 def in_year_bounds(record: Record, request: SearchRequest) -> bool:
@@ -41,9 +58,10 @@ def passes_filters(record: Record, request: SearchRequest, skip: str | None = No
 
     Selected values are compared exactly: the models' callers select values as indexed.
     """
-    for facet in ("author", "category", "year"):
+    for facet in ("author", "category", "subject", "year"):
         selected = request.selected(facet)
-        if facet != skip and selected and not set(facet_values(record, facet)) & set(selected):
+        keys = filter_keys(record, facet, request.primary_only)
+        if facet != skip and selected and not keys & set(selected):
             return False
     return True
 
@@ -76,7 +94,7 @@ def expected_facets(
         counter: Counter[str] = Counter()
         for record in records:
             if in_year_bounds(record, request) and passes_filters(record, request, skip=facet):
-                counter.update(facet_values(record, facet))
+                counter.update(facet_values(record, facet, request.primary_only))
         ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
         selected = set(request.selected(facet))
         facets[facet] = [

@@ -137,7 +137,21 @@ def test_category_prefix_is_exact_but_case_insensitive(fixture_backend):
     assert set(ids(fixture_backend, "category:cs.DC")) == {"2301.00001", "2101.00003"}
     assert ids(fixture_backend, "category:CS.ni") == ["2101.00003"]
     assert ids(fixture_backend, 'categories:"cs.NI"') == ["2101.00003"]
-    assert ids(fixture_backend, "category:cs") == []
+    assert ids(fixture_backend, "category:cs.D") == []  # no category cs.D, no prefix match
+
+
+def test_category_and_subject_prefixes_take_an_archive_or_a_group(fixture_backend):
+    cs_records = {
+        r.id for r in fixture_backend.records() if any(c.startswith("cs.") for c in r.categories)
+    }
+    assert cs_records
+    assert set(ids(fixture_backend, "category:cs")) == cs_records
+    assert set(ids(fixture_backend, "subject:cs")) == cs_records
+    assert set(ids(fixture_backend, "subjects:grp_cs")) == cs_records
+    assert set(ids(fixture_backend, "category:CS AND category:cs.DC")) == {
+        "2301.00001",
+        "2101.00003",
+    }
 
 
 def test_year_prefix_takes_a_year_and_both_range_syntaxes(fixture_backend):

@@ -38,7 +38,8 @@ def test_stats_count_documents_and_facet_values_exactly(fixture_backend):
     assert counts(stats.facets["year"]) == [
         (y, 1) for y in ("2007", "2020", "2021", "2022", "2023")
     ]
-    assert stats.cardinalities == {"author": 6, "year": 5, "category": 5}
+    assert counts(stats.facets["subject"]) == [("cs", 4), ("hep-ph", 1)]
+    assert stats.cardinalities == {"author": 6, "year": 5, "category": 5, "subject": 2}
 
 
 def test_stats_report_build_time_and_the_backends_version(fixture_backend):
@@ -120,7 +121,7 @@ def test_counts_drop_deleted_records(empty_backend):
         ("cs.NI", 1),
         ("hep-ph", 1),
     ]
-    assert stats.cardinalities == {"author": 4, "year": 3, "category": 4}
+    assert stats.cardinalities == {"author": 4, "year": 3, "category": 4, "subject": 2}
 
 
 def test_stats_of_a_missing_index_is_index_unavailable(empty_backend):

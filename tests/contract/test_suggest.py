@@ -94,7 +94,7 @@ def test_facet_values_of_an_unknown_facet_are_refused_naming_the_facets(fixture_
     # Was InvalidRequest; an unknown facet is now UnknownFacet (a LookupError naming the facets).
     with pytest.raises(UnknownFacet) as error:
         fixture_backend.facet_values("colour", "r")
-    assert error.value.details["facets"] == ["author", "year", "category"]
+    assert error.value.details["facets"] == ["author", "year", "category", "subject"]
 
 
 def test_a_limit_out_of_range_is_invalid(fixture_backend):

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.documents import from_stored, to_document
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
-from searchsvc.backends.whoosh.search.stats import index_stats
 from searchsvc.backends.whoosh.store import BUILD_PREFIX, CURRENT, GENERATION_PREFIX, IndexDirectory
 from searchsvc.errors import BuildInProgress, SourceError
 from searchsvc.indexer import (
@@ -164,7 +164,7 @@ def test_two_writer_processes_index_every_record_in_a_segment_each(directory):
     assert len(directory.open()._segments()) == 2
     # Each worker writes a contiguous share as its own segment, in order.
     assert list(directory.records()) == records
-    stats = index_stats(directory, top=100)
+    stats = WhooshBackend(directory).stats(top=100)
     expected = Counter(c for r in records for c in r.categories)
     assert {v.value: v.count for v in stats.facets["category"]} == expected
 
@@ -192,7 +192,7 @@ def test_stats_are_exact_after_an_update_left_deleted_documents(directory):
     with directory.open().reader() as reader:
         assert reader.has_deletions()  # the case this test is about
 
-    stats = index_stats(directory, top=100)
+    stats = WhooshBackend(directory).stats(top=100)
 
     live = {r.id: r for r in records} | {r.id: r for r in changed}
     expected_authors = Counter(a for r in live.values() for a in r.authors)

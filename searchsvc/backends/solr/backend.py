@@ -22,7 +22,7 @@ from searchsvc.backends.contract import (
 from searchsvc.backends.solr import browse
 from searchsvc.backends.solr.admin import Collections
 from searchsvc.backends.solr.connection import CollectionMissing, SolrConnection
-from searchsvc.backends.solr.documents import META_ID, to_document
+from searchsvc.backends.solr.documents import LAYOUT, META_ID, to_document
 from searchsvc.backends.solr.location import SolrLocation, parse_location
 from searchsvc.backends.solr.search import execute_search
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
@@ -147,7 +147,12 @@ class SolrBackend(SearchBackend):
         try:
             self._send(fresh, records, (), progress, first_seq=0)
             progress.stage("commit")
-            meta = {"built_at": _now(), "metadata": dict(metadata or {}), "documents": len(records)}
+            meta = {
+                "built_at": _now(),
+                "metadata": dict(metadata or {}),
+                "documents": len(records),
+                "layout": LAYOUT,
+            }
             self._commit(fresh, meta)
             self.collections.point_alias(fresh)
         except BaseException:
@@ -173,6 +178,7 @@ class SolrBackend(SearchBackend):
                 return WriteResult(version="")
             return self.rebuild(upserts, metadata=metadata, progress=progress)
         progress = progress or NoProgress()
+        self._check_layout()
         upserted = {record.id for record in upserts}
         present = self._present(target, [*upserted, *deletes])
         replaced = len(upserted & present)
@@ -288,6 +294,20 @@ class SolrBackend(SearchBackend):
         with self._lock:
             self._version = (now, version, meta)
         return version, dict(meta)
+
+    def _check_layout(self) -> None:
+        """Refuse to write to an index built with an older document layout (documents.LAYOUT):
+        its schema lacks fields documents now have, so Solr would reject the records after
+        the deletes went through. (A collection without searchsvc's meta document is written
+        to as before.)"""
+        _, meta = self._meta(force=True)
+        if meta and meta.get("layout", 1) != LAYOUT:
+            raise IndexUnavailable(
+                f"the index at {self.location} was built by another version of searchsvc "
+                f"(document layout {meta.get('layout', 1)}, this one writes {LAYOUT}): "
+                "rebuild it before writing to it",
+                engine="solr",
+            )
 
     def _size_bytes(self) -> int:
         """Bytes on disk of every replica of the collection, summed over the live nodes."""

@@ -18,7 +18,7 @@ from searchsvc.backends.solr.documents import (
     lookup_parts,
     lookup_prefix,
 )
-from searchsvc.backends.solr.search import EXACT_FACETS, RECORDS_ONLY, SORTS, pairs
+from searchsvc.backends.solr.search import EXACT_FACETS, RECORDS_ONLY, SORTS, count_field, pairs
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
 from searchsvc.errors import RecordNotFound
 from searchsvc.facets import FACET_NAMES
@@ -136,7 +136,7 @@ def facet_values(
     """Values of a facet with a word starting with `prefix`, most records first (ties by value)."""
     wanted = fold(prefix.strip())
     if not wanted:
-        return tuple(FacetValue(v, n) for v, n in _facet(connection, facet, limit))
+        return tuple(FacetValue(v, n) for v, n in _facet(connection, count_field(facet), limit))
     # A value may be listed once per word starting so: ask for more, then count each once.
     found = _facet(connection, "facet_lookup", limit * 8 + 20, lookup_prefix(facet, wanted))
     counts: dict[str, int] = {}
@@ -147,10 +147,12 @@ def facet_values(
 
 
 def author_view(connection: SolrConnection, name: str, page: int, per_page: int) -> AuthorView:
-    """The records attributed to `name` (matched case- and accent-insensitively)."""
+    """The records attributed to `name` (matched case- and accent-insensitively), with their
+    canonical categories counted (each record once per code, arXiv's aliases as one)."""
     exact = _author_named(connection, name.strip())
     if exact is None:
         raise RecordNotFound(f"no records attributed to {name!r}", author=name)
+    categories = count_field("category")
     answer = connection.post(
         "select",
         [
@@ -163,10 +165,10 @@ def author_view(connection: SolrConnection, name: str, page: int, per_page: int)
             ("facet", "true"),
             ("facet.mincount", 1),
             ("facet.field", "year"),
-            ("facet.field", "category"),
+            ("facet.field", f"{{!key=category}}{categories}"),
             ("facet.field", "author"),
             ("f.year.facet.limit", -1),
-            ("f.category.facet.limit", -1),
+            (f"f.{categories}.facet.limit", -1),
             ("f.author.facet.limit", MAX_COAUTHORS + 1),
             *EXACT_FACETS,
         ],
@@ -190,7 +192,8 @@ def author_view(connection: SolrConnection, name: str, page: int, per_page: int)
 def index_stats(
     connection: SolrConnection, top: int, meta: dict[str, Any], version: str, location: str
 ) -> IndexStats:
-    """Document count, the `top` values of each facet with exact counts, cardinalities."""
+    """Document count, the `top` values of each facet with exact counts, cardinalities
+    (subject facets: canonical codes, each record counted once per code, cross-lists too)."""
     params: list[tuple[str, Any]] = [
         ("q", "*:*"),
         ("fq", RECORDS_ONLY),
@@ -200,7 +203,7 @@ def index_stats(
         ("facet.limit", -1),
         ("facet.sort", "count"),
     ]
-    params += [("facet.field", facet) for facet in FACET_NAMES]
+    params += [("facet.field", f"{{!key={facet}}}{count_field(facet)}") for facet in FACET_NAMES]
     answer = connection.post("select", params, form=True)
     fields = answer["facet_counts"]["facet_fields"]
     counted = {facet: pairs(fields.get(facet, [])) for facet in FACET_NAMES}

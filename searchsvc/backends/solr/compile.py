@@ -18,14 +18,22 @@ from searchsvc import querylang as ql
 from searchsvc.backends.expansion import MIN_LITERAL_PREFIX
 from searchsvc.backends.ranked_fields import FIELD_BOOSTS, index_fields
 from searchsvc.backends.solr import analysis
+from searchsvc.backends.solr.documents import SUBJECT_KEYS
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
+from searchsvc.subjects import taxonomy
 from searchsvc.texts import fold
 
+# `category:` and `subject:` take a subject of any level (`cs.DC`, `cs`, `grp_cs`), matched
+# among the keys of every category of a record (cross-lists always count in the query
+# language); their wildcards match the records' own codes (CODES), as they always have.
+SUBJECT_VALUES = SUBJECT_KEYS[False]
+CODES = "category_key"
 INDEX_FIELD_OF = {
     "title": "title",
     "abstract": "abstract",
     "author": "author_names",
-    "category": "category_key",
+    "category": SUBJECT_VALUES,
+    "subject": SUBJECT_VALUES,
     "year": "year",
 }
 # Fields whose terms are stems of title/abstract words: highlighting marks them in both.
@@ -146,8 +154,8 @@ class _Compiler:
         return "(" + " ".join(clauses) + ")"
 
     def _leaf(self, node: ql.Leaf, field_name: str, boost: float, positive: bool) -> str:
-        if field_name == "category_key":
-            return self._exact(node, field_name, boost)
+        if field_name == SUBJECT_VALUES:
+            return self._exact(node, boost)
         if isinstance(node, ql.Word):
             terms = self._analysed(field_name, node.text)
             self.words.setdefault((node.start, node.end), []).extend((field_name, t) for t in terms)
@@ -167,13 +175,15 @@ class _Compiler:
             for index_term in terms:
                 self.highlight_terms.update(self.marked_as.get(index_term, {index_term}))
 
-    def _exact(self, node: ql.Leaf, field_name: str, boost: float) -> str:
+    def _exact(self, node: ql.Leaf, boost: float) -> str:
         if isinstance(node, ql.Word | ql.Phrase):
-            return _boosted(f"{field_name}:{quoted(fold(node.text))}", boost)
+            # Exact, no prefix (`cs.D` is nothing); an alias is its canonical category.
+            wanted = fold(taxonomy().canonical(node.text))
+            return _boosted(f"{SUBJECT_VALUES}:{quoted(wanted)}", boost)
         if isinstance(node, ql.Wildcard):
-            return _boosted(f"{field_name}:{escape_wildcard(fold(node.pattern))}", boost)
+            return _boosted(f"{CODES}:{escape_wildcard(fold(node.pattern))}", boost)
         if isinstance(node, ql.Fuzzy):
-            return _boosted(f"{field_name}:{escape(fold(node.text))}~{node.distance}", boost)
+            return _boosted(f"{CODES}:{escape(fold(node.text))}~{node.distance}", boost)
         return ""
 
     def _phrase(self, node: ql.Phrase, field_name: str, boost: float, positive: bool) -> str:

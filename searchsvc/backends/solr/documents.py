@@ -1,5 +1,10 @@
 """Record <-> Solr document: the one place that knows how a record is laid out in a collection
-(fields of solr/configset/conf/schema.xml)."""
+(fields of solr/configset/conf/schema.xml).
+
+Subjects (searchsvc.subjects) are derived here, at index time: Solr can only count and filter
+terms that are in the index, so each record carries its canonical categories, their archives
+and every level they belong to, with and without its cross-lists. A new taxonomy therefore
+takes a rebuild on Solr (the Whoosh backend derives them when it loads its facet arrays)."""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ from typing import Any
 
 import orjson
 
-from searchsvc.facets import FACETS
+from searchsvc.facets import FACETS, Facet
 from searchsvc.records import Record
+from searchsvc.subjects import record_categories, record_subject_keys, record_subjects
 from searchsvc.texts import fold, title_key
 
 # The document that holds the index's metadata (kind "meta"); records are kind "record".
@@ -20,6 +26,20 @@ LOOKUP_SEP = "\x1f"
 # Where a facet value's words start (as the Whoosh facet tables find them).
 _WORD_START = re.compile(r"(?:^|(?<=[\s.\-_']))(?=\w)")
 STORED_FIELDS = "id,record"
+# The layout of record documents, bumped when they gain or change fields that searches rely
+# on (2: the subject fields). A collection's meta document records the layout it was built
+# with, and writes to one of another layout are refused: its schema lacks the fields, and only
+# a rebuild brings it up to date.
+LAYOUT = 2
+# The index fields of the subject facets: counted per facet (`category`, `subject` and their
+# primary-only twins, whose values are canonical codes) and filtered on the folded keys of
+# every level (category, archive, group), with cross-lists or of the primary category only.
+# Keyed by primary_only.
+COUNT_FIELDS = {
+    False: {"category": "category", "subject": "subject"},
+    True: {"category": "category_primary", "subject": "subject_primary"},
+}
+SUBJECT_KEYS = {False: "subject_key", True: "subject_key_primary"}
 
 
 def to_document(record: Record, seq: int) -> dict[str, Any]:
@@ -34,9 +54,10 @@ def to_document(record: Record, seq: int) -> dict[str, Any]:
         "content_words": f"{record.title}\n{record.abstract}",
         "author_names": "\n".join(record.authors),
         "author": list(record.authors),
-        "category": list(record.categories),
         "author_key": sorted({fold(name) for name in record.authors}),
+        # The codes as the record has them: what `category:cs.*` wildcards match.
         "category_key": sorted({fold(name) for name in record.categories}),
+        **subject_fields(record.categories),
         "title_sort": title_key(record.title),
         "facet_lookup": lookup_values(record),
         "record": orjson.dumps(record.to_dict()).decode("utf-8"),
@@ -46,6 +67,18 @@ def to_document(record: Record, seq: int) -> dict[str, Any]:
     return document
 
 
+def subject_fields(categories: tuple[str, ...]) -> dict[str, list[str]]:
+    """The subject facets' fields of a record with these categories (the first is primary)."""
+    fields: dict[str, list[str]] = {}
+    for primary_only in (False, True):
+        names = COUNT_FIELDS[primary_only]
+        fields[names["category"]] = list(record_categories(categories, primary_only))
+        fields[names["subject"]] = list(record_subjects(categories, primary_only))
+        keys = record_subject_keys(categories, primary_only)
+        fields[SUBJECT_KEYS[primary_only]] = sorted({fold(key) for key in keys})
+    return fields
+
+
 def from_document(document: dict[str, Any]) -> Record:
     """The record a document stores."""
     return Record.from_dict(orjson.loads(document["record"]))
@@ -53,14 +86,24 @@ def from_document(document: dict[str, Any]) -> Record:
 
 def lookup_values(record: Record) -> list[str]:
     """Every facet value of the record once per word start: "author\\x1fvenkataraman\\x1f
-    Shivaram Venkataraman" lets facet.prefix find values by the start of any word."""
+    Shivaram Venkataraman" lets facet.prefix find values by the start of any word (of a
+    subject's code or name: "distributed" finds cs.DC)."""
     values = set()
     for facet in FACETS:
         for value in facet.values_of(record):
-            folded = fold(value)
+            folded = fold(searched_text(facet, value))
             for match in _WORD_START.finditer(folded):
                 values.add(lookup_value(facet.name, folded[match.start() :], value))
     return sorted(values)
+
+
+def searched_text(facet: Facet, value: str) -> str:
+    """What a value is found by: itself, or a subject's code and name ("cs.DC Distributed,
+    Parallel, and Cluster Computing", as the Whoosh facet tables search it: each word start
+    runs to the end of it, so a prefix of several words matches as it does there)."""
+    if not facet.hierarchical:
+        return value
+    return f"{value}\n{facet.describe(value)[0]}"
 
 
 def lookup_value(facet: str, folded_start: str, value: str) -> str:

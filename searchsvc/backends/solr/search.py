@@ -18,17 +18,24 @@ from searchsvc.backends.solr.compile import (
     quoted,
 )
 from searchsvc.backends.solr.connection import SolrConnection
-from searchsvc.backends.solr.documents import RECORD_KIND, STORED_FIELDS, from_document
+from searchsvc.backends.solr.documents import (
+    COUNT_FIELDS,
+    RECORD_KIND,
+    STORED_FIELDS,
+    SUBJECT_KEYS,
+    from_document,
+)
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
-from searchsvc.facets import FACET_NAMES
+from searchsvc.facets import FACET_NAMES, facet_named
 from searchsvc.highlighting import highlight_record
 from searchsvc.query import FacetValue, Hit, SearchRequest, SearchResult
+from searchsvc.subjects import taxonomy
 from searchsvc.texts import fold
 
 RECORDS_ONLY = f"kind:{RECORD_KIND}"
-# The index field each facet is counted on and filtered by (filters fold case and accents).
-COUNT_FIELD = {"author": "author", "category": "category", "year": "year"}
-FILTER_FIELD = {"author": "author_key", "category": "category_key", "year": "year"}
+# The index field the other facets are filtered by (filters fold case and accents); they are
+# counted on the field of their own name. Subject facets: see count_field and filter_query.
+FILTER_FIELD = {"author": "author_key", "year": "year"}
 # Year ties are broken by title, then by record order, as the Whoosh backend breaks them (its
 # FacetTable.order): with `seq` alone a browse, a newest/oldest page and the author view listed
 # equal years in another order than on Whoosh, so the same page of the same search held
@@ -63,7 +70,7 @@ def execute_search(
         ("sort", SORTS["newest" if sort == "relevance" and compiled.match_all else sort]),
     ]
     params += filter_params(request)
-    params += facet_params(request.facets, request.facet_size)
+    params += facet_params(request.facets, request.facet_size, request.primary_only)
     checked = word_terms(compiled)
     if checked:
         params.append(("json.facet", word_count_facets(checked)))
@@ -100,12 +107,30 @@ def filter_params(request: SearchRequest) -> list[tuple[str, str]]:
     for facet in FACET_NAMES:
         selected = request.selected(facet)
         if selected:
-            field = FILTER_FIELD[facet]
-            values = " OR ".join(
-                quoted(value if facet == "year" else fold(value)) for value in selected
-            )
-            params.append(("fq", f"{{!tag={facet}}}{field}:({values})"))
+            query = filter_query(facet, selected, request.primary_only)
+            params.append(("fq", f"{{!tag={facet}}}{query}"))
     return params
+
+
+def filter_query(facet: str, selected: tuple[str, ...], primary_only: bool) -> str:
+    """The records with any of a facet's selected values. A subject facet's value may be a
+    category, an archive or a group (`cs.DC`, `cs`, `grp_cs`), an alias standing for its
+    canonical code: it is looked for among the folded keys of every level indexed for the
+    records' categories (or their primary category's, with cross-lists excluded)."""
+    if facet_named(facet).hierarchical:
+        tax = taxonomy()
+        values = " OR ".join(quoted(fold(tax.canonical(v))) for v in selected)
+        return f"{SUBJECT_KEYS[primary_only]}:({values})"
+    values = " OR ".join(quoted(value if facet == "year" else fold(value)) for value in selected)
+    return f"{FILTER_FIELD[facet]}:({values})"
+
+
+def count_field(facet: str, primary_only: bool = False) -> str:
+    """The index field a facet is counted on: a subject facet's canonical values of every
+    category of a record, or of its primary category only."""
+    if facet_named(facet).hierarchical:
+        return COUNT_FIELDS[primary_only][facet]
+    return facet
 
 
 # Each shard sends its top `limit * 1.5 + 300` values, not Solr's default `+ 10`: the merge
@@ -116,7 +141,9 @@ def filter_params(request: SearchRequest) -> list[tuple[str, str]]:
 EXACT_FACETS = (("facet.overrequest.count", 300),)
 
 
-def facet_params(facets: tuple[str, ...], size: int) -> list[tuple[str, Any]]:
+def facet_params(
+    facets: tuple[str, ...], size: int, primary_only: bool = False
+) -> list[tuple[str, Any]]:
     if not facets:
         return []
     params: list[tuple[str, Any]] = [
@@ -126,7 +153,8 @@ def facet_params(facets: tuple[str, ...], size: int) -> list[tuple[str, Any]]:
         *EXACT_FACETS,
     ]
     for facet in facets:
-        field = COUNT_FIELD[facet]
+        field = count_field(facet, primary_only)
+        # Keyed by the facet's name whatever the field, and without its own filter.
         params.append(("facet.field", f"{{!ex={facet} key={facet}}}{field}"))
         params.append((f"f.{field}.facet.limit", size))
     return params

@@ -122,7 +122,8 @@ class WhooshBackend(SearchBackend):
             return author_view(view.searcher, view.facets, name, page, per_page)
 
     def stats(self, top: int = 10) -> IndexStats:
-        return index_stats(self.directory, top=top)
+        with self._searchers.view() as view:
+            return index_stats(self.directory, view.facets, top=top)
 
     def version(self) -> str:
         return self._searchers.version()

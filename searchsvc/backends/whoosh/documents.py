@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from searchsvc.facets import FACETS, facet_named
+from searchsvc.facets import facet_named
 from searchsvc.records import Record
 from searchsvc.texts import title_key
 
 # Separators of the packed facet column; record values never contain control characters.
 _FACET_SEP, _VALUE_SEP = "\x1e", "\x1f"
 # The facets in the packed column, in the order of its parts: fixed by the index format (a new
-# facet is appended, and the schema version bumped).
+# facet is appended, and the schema version bumped). `category` holds the record's own codes in
+# its order (primary first); the subject facets are derived from them when the index is read
+# (accel/facet_table.py), so a newer taxonomy needs no rebuild.
 PACKED_FACETS = ("year", "author", "category")
 
 # Whoosh stores None poorly for some field types; these stored fields may be absent.
@@ -60,9 +62,17 @@ def from_stored(stored: dict[str, Any]) -> Record:
     )
 
 
+def packed_values(record: Record) -> dict[str, tuple[str, ...]]:
+    """The values the packed column holds of a record, by facet: the categories as given."""
+    return {
+        name: record.categories if name == "category" else facet_named(name).values_of(record)
+        for name in PACKED_FACETS
+    }
+
+
 def pack_facets(record: Record) -> bytes:
     """Every facet's values of a record as one column value (in PACKED_FACETS order)."""
-    parts = (_VALUE_SEP.join(facet_named(name).values_of(record)) for name in PACKED_FACETS)
+    parts = (_VALUE_SEP.join(values) for values in packed_values(record).values())
     return _FACET_SEP.join(parts).encode("utf-8")
 
 
@@ -76,5 +86,5 @@ def unpack_facets(packed: bytes) -> dict[str, tuple[str, ...]]:
 
 
 def stored_facets(stored: dict[str, Any]) -> dict[str, tuple[str, ...]]:
-    """Each facet's values from a document's stored fields (indexes older than the column)."""
-    return {facet.name: facet.values_of(from_stored(stored)) for facet in FACETS}
+    """The packed column's values from a document's stored fields (indexes older than it)."""
+    return packed_values(from_stored(stored))

@@ -19,6 +19,7 @@ INDEX_FIELD_OF = {
     "abstract": "abstract",
     "author": "author_names",
     "category": "category",
+    "subject": "category",  # a subject of any level resolves to the categories under it
     "year": "year",
 }
 

@@ -85,6 +85,10 @@
         if (!narrow.matches) panels.forEach(function (panel) { panel.open = true; });
       });
     }
+    // The box just unticked may sit in a subject group that now starts closed: reopen it.
+    for (var node = target && target.parentElement; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS" && !node.hasAttribute("data-fold-when-narrow")) node.open = true;
+    }
     if (target && target.offsetParent !== null) target.focus();
   });
 })();

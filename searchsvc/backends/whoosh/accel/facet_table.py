@@ -12,17 +12,18 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
 from operator import itemgetter
 
 import numpy as np
 from whoosh.columns import VarBytesColumn
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.documents import stored_facets, unpack_facets
-from searchsvc.facets import FACET_NAMES
+from searchsvc.backends.whoosh.documents import PACKED_FACETS, stored_facets, unpack_facets
+from searchsvc.facets import facet_named
 from searchsvc.query import FacetValue
+from searchsvc.subjects import taxonomy
 from searchsvc.texts import fold
 
 # Where a facet value may be entered by a word prefix ("venkat" finds "Shivaram Venkataraman").
@@ -54,6 +55,8 @@ class ValueColumn:
     # entry_offsets[d]:entry_offsets[d + 1] are document d's entries (entries are in doc order).
     _entry_offsets: np.ndarray | None = None
     _by_total: _ValueMajor | None = None
+    # What a value prefix is looked for in, per value (subjects: code and name); the values.
+    search_texts: Sequence[str] | None = None
 
     @classmethod
     def from_pairs(cls, doc_values: Sequence[tuple[int, Sequence[str]]]) -> ValueColumn:
@@ -95,6 +98,40 @@ class ValueColumn:
         entry_value = entry_values[order].astype(np.int32)
         totals = np.bincount(entry_value, minlength=len(values))
         return ValueColumn(values, docs[order], entry_value, totals)
+
+    def derived(
+        self,
+        mapping: Callable[[str], tuple[str, ...]],
+        first_only: bool = False,
+        describe: Callable[[str], str] | None = None,
+    ) -> ValueColumn:
+        """A column of `mapping`'s values of each entry's value, once per document (in the
+        order of the document's entries); with `first_only`, of each document's first entry
+        (a record's primary category). `describe(value)` is what a prefix is looked for in."""
+        entry_doc, entry_value = self.entry_doc, self.entry_value
+        if first_only and len(entry_doc):
+            first = np.concatenate(([True], entry_doc[1:] != entry_doc[:-1]))
+            entry_doc, entry_value = entry_doc[first], entry_value[first]
+        mapped = [mapping(value) for value in self.values]
+        values = sorted(set(itertools.chain.from_iterable(mapped)))
+        ordinal = dict(zip(values, range(len(values)), strict=True))
+        lengths = np.fromiter(map(len, mapped), np.int64, len(mapped))
+        flat = np.fromiter(
+            (ordinal[v] for targets in mapped for v in targets), np.int32, int(lengths.sum())
+        )
+        starts = np.cumsum(lengths) - lengths
+        # Each entry repeated once per value it maps to, then each (document, value) kept once.
+        counts = lengths[entry_value]
+        ends = np.cumsum(counts)
+        within = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - counts, counts)
+        docs = np.repeat(entry_doc, counts)
+        new_values = flat[np.repeat(starts[entry_value], counts) + within]
+        pair = docs.astype(np.int64) * max(len(values), 1) + new_values
+        keep = np.sort(np.unique(pair, return_index=True)[1])
+        docs, new_values = docs[keep].astype(np.int32), new_values[keep].astype(np.int32)
+        totals = np.bincount(new_values, minlength=len(values))
+        texts = [describe(v) for v in values] if describe else None
+        return ValueColumn(values, docs, new_values, totals, search_texts=texts)
 
     def ordinal(self, value: str) -> int | None:
         """The ordinal of a value, matched exactly or else case- and accent-insensitively."""
@@ -214,7 +251,7 @@ class ValueColumn:
     def _index_word_starts(self) -> None:
         # Every folded value from each of its word starts ("venkataraman", "shivaram venk..."),
         # sorted: a prefix is then a range found by bisection, whatever the number of values.
-        folded = [fold(value) for value in self.values]
+        folded = [fold(value) for value in (self.search_texts or self.values)]
         # One regex pass over every value (a call per value was most of the time):
         # joined by newlines, which fold() never leaves inside a value and which start a word
         # as the start of a value does.
@@ -316,7 +353,9 @@ class FacetTable:
     live: np.ndarray  # False for deleted document numbers
     year: np.ndarray  # the year of each document, NO_YEAR when it has none
     title_rank: np.ndarray  # position of each document in title order
-    columns: dict[str, ValueColumn]  # one per facet (facets.FACET_NAMES)
+    columns: dict[str, ValueColumn]  # the stored ones (documents.PACKED_FACETS), as indexed
+    # Columns derived from the stored ones when first asked for (subjects/, see `column`).
+    _derived: dict[tuple[str, bool], ValueColumn] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, reader: IndexReader) -> FacetTable:
@@ -331,7 +370,7 @@ class FacetTable:
         year[docnums[has_year]] = [int(values[0]) for values in doc_years if values]
         columns = {
             name: ValueColumn.from_lists(docnums, [values[name] for values in facet_values])
-            for name in FACET_NAMES
+            for name in PACKED_FACETS
         }
         return cls(doc_count, live, year, _title_rank(reader, doc_count), columns)
 
@@ -379,9 +418,56 @@ class FacetTable:
                 moved_to,
                 ValueColumn.from_lists(docs, [values[name] for values in fresh_values]),
             )
-            for name in FACET_NAMES
+            for name in PACKED_FACETS
         }
         return cls(doc_count, live, year, _title_rank(reader, doc_count), columns)
+
+    def column(self, facet: str, primary_only: bool = False) -> ValueColumn:
+        """The column a facet counts: a stored one, or for a subject facet the canonical
+        categories or archives derived from the stored categories (primary ones only with
+        `primary_only`). Derived here, not stored, so a new taxonomy needs no rebuild."""
+        if not facet_named(facet).hierarchical:
+            return self.columns[facet]
+        tax = taxonomy()
+        if facet == "category":
+            return self._derive(
+                "category",
+                primary_only,
+                lambda code: (tax.canonical(code),),
+                lambda code: f"{code}\n{tax.category_label(code)}",
+            )
+        return self._derive(
+            "subject",
+            primary_only,
+            tax.archives_of,
+            lambda code: f"{code}\n{tax.label(code)}",
+        )
+
+    def filter_mask(self, facet: str, values: Iterable[str], primary_only: bool) -> np.ndarray:
+        """Mask of the documents a facet's selected values select (OR); a subject facet's
+        value may be a category, an archive or a group."""
+        if not facet_named(facet).hierarchical:
+            return self.columns[facet].documents_with(values, self.doc_count)
+        column = self._derive("keys", primary_only, taxonomy().keys_of)
+        return column.documents_with(values, self.doc_count)
+
+    def categories_under(self, subject: str) -> tuple[str, ...]:
+        """The stored category values (as indexed) a subject of any level covers."""
+        tax = taxonomy()
+        wanted = fold(tax.canonical(subject))
+        return tuple(
+            value
+            for value in self.columns["category"].values
+            if wanted in {fold(key) for key in tax.keys_of(value)}
+        )
+
+    def _derive(self, kind: str, primary_only: bool, mapping, describe=None) -> ValueColumn:
+        key = (kind, primary_only)
+        column = self._derived.get(key)
+        if column is None:
+            stored = self.columns["category"]
+            column = self._derived[key] = stored.derived(mapping, primary_only, describe)
+        return column
 
     def mask_of(self, docnums: Iterable[int]) -> np.ndarray:
         """Boolean document mask from document numbers (e.g. `searcher.docs_for_query`)."""
@@ -490,6 +576,7 @@ def disjunctive_counts(
     facets: Iterable[str],
     size: int,
     selected: dict[str, Sequence[str]],
+    primary_only: bool = False,
 ) -> dict[str, tuple[FacetValue, ...]]:
     """Counts of each facet over the matches, with the filters of the *other* facets only.
 
@@ -502,6 +589,6 @@ def disjunctive_counts(
         for other, mask in filters.items():
             if other != facet:
                 documents &= mask
-        column = table.columns[facet]
+        column = table.column(facet, primary_only)
         result[facet] = column.top_values(documents, size, selected.get(facet, ()))
     return result

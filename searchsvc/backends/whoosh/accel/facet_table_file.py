@@ -27,7 +27,7 @@ from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueColumn
 from searchsvc.backends.whoosh.accel.snapshot_postings import reader_signature
-from searchsvc.facets import FACET_NAMES
+from searchsvc.backends.whoosh.documents import PACKED_FACETS
 
 # Bump when the layout of the arrays changes: files of another format are not loaded.
 FORMAT_VERSION = 1
@@ -58,7 +58,7 @@ def facet_arrays_bytes(reader: IndexReader, table: FacetTable | None = None) -> 
         "year": table.year,
         "title_rank": table.title_rank,
     }
-    for name in FACET_NAMES:
+    for name in PACKED_FACETS:
         column = table.columns[name]
         joined = _VALUE_SEP.join(column.values)
         if column.values and joined.count(_VALUE_SEP) != len(column.values) - 1:
@@ -148,7 +148,7 @@ class PackedValues(Sequence[str]):
 def _table_from(saved) -> FacetTable:
     live = saved["live"]
     columns = {}
-    for name in FACET_NAMES:
+    for name in PACKED_FACETS:
         text, ends = array_text(saved[f"{name}.values"]), saved[f"{name}.value_ends"]
         if not _offsets_fit(text, ends):
             raise ValueError(f"the {name} value offsets do not fit the values")

@@ -44,12 +44,13 @@ def compile_query(
     tree: ql.QueryTree,
     request_fields: Iterable[str],
     reader: IndexReader,
-    exact_values: Callable[[str, str], str | None],
+    exact_values: Callable[[str, str], tuple[str, ...]],
     lexicon: LexiconOf,
 ) -> ParsedQuery:
     """The Whoosh query of a tree, for a request searching `request_fields` by default.
 
-    `exact_values(field, value)` gives the indexed form of an exact value (or None);
+    `exact_values(field, value)` gives the indexed values an exact value selects (a subject
+    selects every category under it);
     `lexicon(field)` the field's terms in memory (for wildcard and fuzzy words).
     """
     if tree.match_all:

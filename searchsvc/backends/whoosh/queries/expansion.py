@@ -56,8 +56,8 @@ class QueryRewriter:
             texts = self._fuzzy(q) if isinstance(q, query.FuzzyTerm) else self._pattern(q)
             return _any_of(q.fieldname, texts, q.boost)
         if isinstance(q, query.Term) and q.fieldname in EXACT_FIELDS:
-            value = self.exact_values(q.fieldname, q.text)
-            return query.Term(q.fieldname, value, boost=q.boost) if value else query.NullQuery
+            values = self.exact_values(q.fieldname, q.text)
+            return _any_of(q.fieldname, values, q.boost) if values else query.NullQuery
         if q.is_leaf():
             return q
         return q.apply(self.rewrite)

@@ -39,11 +39,13 @@ def author_view(
         per_page=per_page,
         records=records,
         years=_newest_first(table.columns["year"], documents),
-        categories=table.columns["category"].top(
-            table.columns["category"].counts(documents), len(table.columns["category"].values)
-        ),
+        categories=_all_values(table.column("category"), documents),
         coauthors=authors.top(coauthor_counts, MAX_COAUTHORS),
     )
+
+
+def _all_values(column: ValueColumn, documents: np.ndarray) -> tuple[FacetValue, ...]:
+    return column.top(column.counts(documents), len(column.values))
 
 
 def _newest_first(years: ValueColumn, documents: np.ndarray) -> tuple[FacetValue, ...]:

@@ -57,6 +57,7 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
         request.facets,
         request.facet_size,
         {facet: request.selected(facet) for facet in FACET_NAMES},
+        request.primary_only,
     )
     start = (request.page - 1) * request.per_page
     if start >= total:
@@ -89,12 +90,12 @@ def compile_for(view: View, tree: QueryTree, request_fields) -> ParsedQuery:
     """Compile a query tree against a snapshot (exact values such as categories resolved)."""
     table = view.facets
 
-    def exact_value(field: str, value: str) -> str | None:
-        column = table.columns[field]
-        ordinal = column.ordinal(value)
-        return None if ordinal is None else column.values[ordinal]
+    def exact_values(field: str, value: str) -> tuple[str, ...]:
+        # The index's `category` field holds the records' own codes: a subject (an archive,
+        # a group, an alias) stands for every code under it.
+        return table.categories_under(value)
 
-    return compile_query(tree, request_fields, view.searcher.reader(), exact_value, view.lexicon)
+    return compile_query(tree, request_fields, view.searcher.reader(), exact_values, view.lexicon)
 
 
 def matching_documents(searcher: Searcher, table: FacetTable, parsed: ParsedQuery) -> np.ndarray:
@@ -107,7 +108,7 @@ def matching_documents(searcher: Searcher, table: FacetTable, parsed: ParsedQuer
 def facet_filters(table: FacetTable, request: SearchRequest) -> dict[str, np.ndarray]:
     """A document mask per facet that has selected values (OR within the facet)."""
     return {
-        facet: table.columns[facet].documents_with(values, table.doc_count)
+        facet: table.filter_mask(facet, values, request.primary_only)
         for facet in FACET_NAMES
         if (values := request.selected(facet))
     }

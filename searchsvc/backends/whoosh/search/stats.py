@@ -6,19 +6,27 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable
 
+import numpy as np
 from whoosh.reading import IndexReader
 
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.store import IndexDirectory
 from searchsvc.facets import FACET_NAMES, facet_named
 from searchsvc.query import FacetValue, IndexStats
 
 
-def index_stats(directory: IndexDirectory, top: int = 10) -> IndexStats:
-    """Document count, the `top` values of each facet with exact counts, and build details."""
+def index_stats(directory: IndexDirectory, table: FacetTable, top: int = 10) -> IndexStats:
+    """Document count, the `top` values of each facet with exact counts, and build details
+    (subject facets counted on `table`, the facet arrays of the same index)."""
     index = directory.open()
     live = directory.live_name()
     with index.reader() as reader:
-        counts = {facet: facet_value_counts(reader, facet) for facet in FACET_NAMES}
+        counts = {
+            facet: subject_counts(table, facet)
+            if facet_named(facet).hierarchical
+            else facet_value_counts(reader, facet)
+            for facet in FACET_NAMES
+        }
         documents = reader.doc_count()
     return IndexStats(
         documents=documents,
@@ -48,6 +56,13 @@ def facet_value_counts(reader: IndexReader, facet: str) -> Counter[str]:
     for value in _deleted_values(reader, stored_name):
         counts[value] -= 1
     return +counts  # drops values left with no live document
+
+
+def subject_counts(table: FacetTable, facet: str) -> Counter[str]:
+    """Live documents per value of a subject facet (derived from the stored categories)."""
+    column = table.column(facet)
+    present = np.flatnonzero(column.totals)
+    return Counter({column.values[i]: int(column.totals[i]) for i in present.tolist()})
 
 
 def top_values(counts: Counter[str], top: int) -> tuple[FacetValue, ...]:

@@ -84,7 +84,7 @@ def autocomplete(view: View, prefix: str, limit: int) -> Suggestions:
 
 def facet_values(table: FacetTable, facet: str, prefix: str, limit: int) -> tuple[FacetValue, ...]:
     """Values of a facet with a word starting with `prefix`, most documents first."""
-    column = table.columns[facet]
+    column = table.column(facet)
     return column.by_popularity(column.values_matching(prefix.strip()), limit)
 
 
