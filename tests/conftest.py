@@ -35,6 +35,14 @@ def kaggle_sample() -> Path:
     return KAGGLE_SAMPLE
 
 
+@pytest.fixture(scope="session")
+def kaggle_records(kaggle_sample):
+    """The 200 records of the Kaggle sample, read and deduplicated."""
+    from tests.support import read_corpus
+
+    return read_corpus(kaggle_sample)
+
+
 ARXIV_2025 = SHARED_DATA / "arxiv-2025" / "arxiv-2025-kaggle-format.jsonl.gz"
 
 
@@ -58,13 +66,9 @@ def fixture_index(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def seed_records():
     """The seed corpus, read and deduplicated (33 records)."""
-    from searchsvc.records import Deduplicator
-    from searchsvc.sources import read_records
+    from tests.support import read_corpus
 
-    dedupe = Deduplicator()
-    for record in read_records([SEEDS_DIR]):
-        dedupe.add(record)
-    return tuple(dedupe.records())
+    return read_corpus(SEEDS_DIR)
 
 
 @pytest.fixture(scope="session")

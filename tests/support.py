@@ -152,6 +152,17 @@ def marks(fragment: str) -> list[str]:
     return parser.marked
 
 
+def read_corpus(*paths) -> tuple:
+    """The records of input files or directories, read and deduplicated as the indexer does."""
+    from searchsvc.records import Deduplicator
+    from searchsvc.sources import read_records
+
+    dedupe = Deduplicator()
+    for record in read_records(paths):
+        dedupe.add(record)
+    return tuple(dedupe.records())
+
+
 def draw_seed_request(data, records, vocabulary):
     """A SearchRequest Hypothesis draws from a corpus: up to 3 of its words, up to 2 values of
     each facet (a subject of any level), cross-lists or not, and maybe year bounds; every facet

@@ -37,6 +37,7 @@ from searchsvc.backends.solr.connection import SolrConnection
 from searchsvc.backends.solr.location import parse_location
 from searchsvc.cli import main
 from searchsvc.errors import IndexUnavailable, InvalidLocation, InvalidRequest
+from searchsvc.query import SearchRequest
 from searchsvc.records import Record
 from searchsvc.service import SearchService
 from searchsvc.tasks import TaskQueue, TaskWriter
@@ -550,6 +551,29 @@ def test_a_collection_not_made_yet_is_503_no_index_yet(solr_hosts, tmp_path):
         assert_one_line_error(run(*command, "--index", location), "no index")
     with SearchService.open(location) as service, pytest.raises(IndexUnavailable, match="no index"):
         service.search("learning")
+
+
+@pytest.mark.slow
+def test_a_collection_of_an_older_document_layout_is_refused_until_rebuilt(solr_hosts):
+    from tests.solr_support import drop_collections
+
+    location = build_index(location_on(solr_hosts, "old_layout"), FIXTURE_RECORDS)
+    try:
+        with open_backend(location) as backend:
+            # What an earlier searchsvc left: its meta document had no layout number.
+            _, meta = backend._meta(force=True)
+            backend._commit(backend.collections.target(), {**meta, "layout": 1})
+            backend._meta(force=True)
+            with pytest.raises(IndexUnavailable, match="rebuild it") as refused:
+                backend.search(SearchRequest(q="learning"))
+            assert_no_leak(refused.value.message)
+            with pytest.raises(IndexUnavailable, match="rebuild it"):
+                backend.upsert([FIXTURE_RECORDS[0]])
+            backend.rebuild(FIXTURE_RECORDS)
+            backend._meta(force=True)
+            assert backend.search(SearchRequest()).total == len(FIXTURE_RECORDS)
+    finally:
+        drop_collections(location)
 
 
 @pytest.mark.slow

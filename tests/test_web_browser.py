@@ -63,16 +63,11 @@ def fixture_server(fixture_index) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def kaggle_server(kaggle_sample, tmp_path_factory) -> Iterator[str]:
+def kaggle_server(kaggle_records, tmp_path_factory) -> Iterator[str]:
     """The 200 arXiv records of the Kaggle sample: 16 subjects, about 70 categories."""
-    from searchsvc.records import Deduplicator
-    from searchsvc.sources import read_records
     from tests.support import build_index
 
-    dedupe = Deduplicator()
-    for record in read_records([kaggle_sample]):
-        dedupe.add(record)
-    location = build_index(tmp_path_factory.mktemp("kaggle-index") / "index", dedupe.records())
+    location = build_index(tmp_path_factory.mktemp("kaggle-index") / "index", kaggle_records)
     yield from serve(Path(location))
 
 

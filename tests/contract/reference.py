@@ -117,3 +117,21 @@ def hit_ids(result: SearchResult) -> list[str]:
 
 def counts(result: SearchResult, facet: str) -> dict[str, int]:
     return {value.value: value.count for value in result.facets[facet]}
+
+
+def check_subject_counts(backend, records: Collection[Record], crosslists: str) -> Counter[str]:
+    """Assert that the subject facet counts every archive as the records' categories give, and
+    that each archive, as a `subject` and as a `category` filter, selects that many records.
+    Returns the expected counts."""
+    primary = crosslists == "exclude"
+    expected = Counter(s for r in records for s in facet_values(r, "subject", primary))
+    request = SearchRequest(facet_size=100, per_page=1, crosslists=crosslists)
+    answered = backend.search(request).facets["subject"]
+    assert {value.value: value.count for value in answered} == dict(expected)
+    for archive, count in expected.items():
+        for facet in ("subject", "category"):
+            selection = SearchRequest.from_params(
+                per_page=1, facets=(), crosslists=crosslists, **{facet: archive}
+            )
+            assert backend.search(selection).total == count, (facet, archive)
+    return expected

@@ -81,6 +81,8 @@ class SolrBackend(SearchBackend):
 
     # -- read side ---------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> SearchResult:
+        # An older layout lacks fields the search asks for: say "rebuild", not "refused".
+        self._check_layout(force=False)
         return execute_search(self.connection, self.vocabulary, self.index_stems, request)
 
     def get(self, record_id: str) -> Record:
@@ -178,7 +180,7 @@ class SolrBackend(SearchBackend):
                 return WriteResult(version="")
             return self.rebuild(upserts, metadata=metadata, progress=progress)
         progress = progress or NoProgress()
-        self._check_layout()
+        self._check_layout(force=True)
         upserted = {record.id for record in upserts}
         present = self._present(target, [*upserted, *deletes])
         replaced = len(upserted & present)
@@ -295,17 +297,18 @@ class SolrBackend(SearchBackend):
             self._version = (now, version, meta)
         return version, dict(meta)
 
-    def _check_layout(self) -> None:
-        """Refuse to write to an index built with an older document layout (documents.LAYOUT):
-        its schema lacks fields documents now have, so Solr would reject the records after
-        the deletes went through. (A collection without searchsvc's meta document is written
-        to as before.)"""
-        _, meta = self._meta(force=True)
+    def _check_layout(self, force: bool) -> None:
+        """Refuse an index built with an older document layout (documents.LAYOUT): its schema
+        lacks fields documents and searches now use, so Solr would refuse searches, and reject
+        written records after the deletes went through. (A collection without searchsvc's meta
+        document is used as before.) `force`: read the metadata now, not the cached one."""
+        _, meta = self._meta(force=force)
         if meta and meta.get("layout", 1) != LAYOUT:
             raise IndexUnavailable(
-                f"the index at {self.location} was built by another version of searchsvc "
+                f"the index in the Solr collection {self.settings.collection!r} was built by "
+                "another version of searchsvc "
                 f"(document layout {meta.get('layout', 1)}, this one writes {LAYOUT}): "
-                "rebuild it before writing to it",
+                "rebuild it (searchsvc index) to search or write it",
                 engine="solr",
             )
 
