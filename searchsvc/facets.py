@@ -51,6 +51,11 @@ class Facet:
         """(label, parent) of a value: how people read it and what it belongs to."""
         return value, None
 
+    def searched_text(self, value: str) -> str:
+        """What a facet value search (`/facets/<facet>?q=`) finds a value by: word starts of
+        this text, folded."""
+        return value
+
     def filter_value(self, value: object) -> str | int:
         """A filter value of this facet's type; InvalidRequest names the facet otherwise."""
         if self.value_type is int:
@@ -101,6 +106,9 @@ class SubjectFacet(Facet):
         if self.level == "category":
             return tax.category_label(value), tax.parent(value, "category")
         return tax.label(value), tax.parent(value, "archive")
+
+    def searched_text(self, value: str) -> str:
+        return taxonomy().searched_text(value, self.describe(value)[0])
 
     def filter_value(self, value: object) -> str:
         # Canonical (`math.it` -> `cs.IT`), so a selection reads and marks as its facet value.

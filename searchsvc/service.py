@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from searchsvc.backends import SearchBackend, WriteResult, open_backend
-from searchsvc.facets import FACET_NAMES
+from searchsvc.facets import CROSSLISTS, FACET_NAMES
 from searchsvc.query import (
     DEFAULT_FACET_SIZE,
     DEFAULT_PER_PAGE,
@@ -152,12 +152,18 @@ class SearchService:
     def warm_up(self) -> None:
         """Open the index and build its per-version caches now, not on the first request.
 
-        A search builds the facet arrays and ranking caches; a word found nowhere loads the
-        spelling words of did-you-mean. Autocomplete's author-name index is left to the first
-        suggestion: it takes long on a large index, and gunicorn restarts a worker whose
-        start-up (this) outlasts its timeout.
+        A search builds the facet arrays and ranking caches, subject filters their columns; a
+        word found nowhere loads the spelling words of did-you-mean. Autocomplete's author-name
+        index is left to the first suggestion: it takes long on a large index, and gunicorn
+        restarts a worker whose start-up (this) outlasts its timeout.
         """
         self.backend.search(SearchRequest(q="a", per_page=1))
+        # Subject filters and counts, with and without cross-lists (their columns are derived
+        # from the categories once per index version on the Whoosh engine).
+        for crosslists in CROSSLISTS:
+            self.backend.search(
+                SearchRequest(per_page=1, crosslists=crosslists, filters={"subject": ("cs",)})
+            )
         self.backend.search(SearchRequest(q=_UNKNOWN_WORD, per_page=1, facets=()))
 
     def version(self) -> str:

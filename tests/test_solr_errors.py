@@ -567,6 +567,13 @@ def test_a_collection_of_an_older_document_layout_is_refused_until_rebuilt(solr_
             with pytest.raises(IndexUnavailable, match="rebuild it") as refused:
                 backend.search(SearchRequest(q="learning"))
             assert_no_leak(refused.value.message)
+            for read in (
+                lambda: backend.facet_values("subject"),
+                lambda: backend.author("Ada Lovelace"),
+                backend.stats,
+            ):
+                with pytest.raises(IndexUnavailable, match="rebuild it"):
+                    read()
             with pytest.raises(IndexUnavailable, match="rebuild it"):
                 backend.upsert([FIXTURE_RECORDS[0]])
             backend.rebuild(FIXTURE_RECORDS)

@@ -18,6 +18,7 @@ scripts/make_subject_taxonomy.py (provenance inside the file).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,6 +28,8 @@ from typing import Literal
 from searchsvc.texts import fold
 
 DATA_FILE = Path(__file__).with_name("arxiv_taxonomy.json")
+# Punctuation in names ("Distributed, Parallel, and ...") that typed words skip.
+_NAME_PUNCTUATION = re.compile(r"[^\w\s-]+")
 Level = Literal["group", "archive", "category"]
 
 
@@ -58,6 +61,9 @@ class Taxonomy:
         self._canonical.update({fold(code): code for code in self._categories})
         equivalents = {**data["subsumed"], **data["aliases"]}
         self._canonical.update({fold(old): new for old, new in equivalents.items()})
+        self._aliases: dict[str, tuple[str, ...]] = {}
+        for old, new in equivalents.items():
+            self._aliases[new] = (*self._aliases.get(new, ()), old)
         # An article in an alias is in its canonical category too, and arXiv lists it under
         # both archives (math.IT = cs.IT: Mathematics and Computer Science).
         self._also_in: dict[str, tuple[str, ...]] = {}
@@ -96,6 +102,11 @@ class Taxonomy:
         having it as a key."""
         category = self.category(code)
         if category is None or category.parent is None:
+            # A record's category that names an archive or a group (`cs`, a legacy bare
+            # archive): under itself and its group.
+            subject = self.subject(code)
+            if subject is not None and subject.parent is not None:
+                return (subject.code, subject.parent)
             return (self.canonical(code),)
         keys = [category.code]
         for archive_code in self.archives_of(code):
@@ -107,6 +118,13 @@ class Taxonomy:
         """A code's name ("Distributed, Parallel, and Cluster Computing"); unknown: the code."""
         subject = self.subject(code)
         return subject.label if subject else code
+
+    def searched_text(self, code: str, label: str) -> str:
+        """What a facet value search looks in for a subject: its code, the codes that mean it
+        (aliases, defunct archives: `math.IT` finds cs.IT) and its name without punctuation, a
+        line each (a prefix of several words then matches "distributed parallel")."""
+        name = " ".join(_NAME_PUNCTUATION.sub(" ", label).split())
+        return "\n".join((code, *self._aliases.get(code, ()), name))
 
     def category_label(self, code: str) -> str:
         """The name of the category a code names (`physics` -> "Physics" as a category too)."""

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from itertools import count
+from urllib.parse import quote
 
 from flask import Blueprint, Response, jsonify, render_template, request, url_for
 from markupsafe import Markup, escape
 
 from searchsvc.errors import InvalidRequest, QueryError, RecordNotFound
 from searchsvc.extension import get_service
-from searchsvc.facets import DISPLAYED_FACETS, facet_named
+from searchsvc.facets import facet_named
 from searchsvc.query import SORTS, FacetValue, Hit, SearchRequest, SearchResult
 from searchsvc.records import Record
 from searchsvc.web.bibtex import to_bibtex
 from searchsvc.web.charts import year_bars
 from searchsvc.web.params import SearchLinks, parse_page, parse_search_args, search_href
+from searchsvc.web.sidebar import FLAT_FACET_SIZE, SubjectPanel, chips, facet_groups, subject_panel
 
 # Own static URL path: the app may have a `/static` of its own.
 bp = Blueprint(
@@ -35,108 +36,6 @@ SORT_LABELS = {
 }
 HIGHLIGHTED_FIELDS = ("title", "abstract")
 _MARK_TAG = re.compile(r"</?mark>")
-# Values shown before the rest of a facet folds into a "more" disclosure.
-FACET_VISIBLE = 8
-
-
-# The flat facets (year, author) show and chart this many values; the page asks the engine for
-# more (params.FACET_SIZE) so that every subject's categories can be listed under it.
-FLAT_FACET_SIZE = 50
-
-
-@dataclass(frozen=True, slots=True)
-class FacetOption:
-    """A checkbox of the facet sidebar; `count` is None for a selected value outside the top N."""
-
-    facet: str  # the query parameter it sets
-    value: str
-    count: int | None
-    selected: bool
-    label: str  # how people read it: a subject's name, else the value itself
-    id: str
-
-    @property
-    def code(self) -> str | None:
-        """The code behind a name (`cs.DC` for "Distributed, …"), None when the label is it."""
-        return self.value if self.label != self.value else None
-
-
-@dataclass(frozen=True, slots=True)
-class FacetGroup:
-    """One flat facet of the sidebar: the values shown at once and those folded under "more"."""
-
-    name: str
-    label: str
-    shown: list[FacetOption]
-    more: list[FacetOption]
-
-
-@dataclass(slots=True)
-class SubjectGroup:
-    """A subject (an archive: "Computer Science") of the sidebar: the checkbox selecting all of
-    it and its categories, the first ones shown and the rest folded under "more"."""
-
-    subject: FacetOption
-    categories: list[FacetOption] = field(default_factory=list)
-    open: bool = False
-
-    @property
-    def shown(self) -> list[FacetOption]:
-        return _first(self.categories)
-
-    @property
-    def more(self) -> list[FacetOption]:
-        return _rest(self.categories)
-
-    @property
-    def has_selection(self) -> bool:
-        return self.subject.selected or any(option.selected for option in self.categories)
-
-
-@dataclass(frozen=True, slots=True)
-class SubjectPanel:
-    """The sidebar's Subject facet: one collapsible group per subject, categories inside it;
-    categories the taxonomy does not know (other sources) listed flat, by their code."""
-
-    groups: list[SubjectGroup]
-    flat: list[FacetOption]
-
-    @property
-    def shown(self) -> list[SubjectGroup]:
-        return [g for i, g in enumerate(self.groups) if i < FACET_VISIBLE or g.has_selection]
-
-    @property
-    def more(self) -> list[SubjectGroup]:
-        return [g for i, g in enumerate(self.groups) if i >= FACET_VISIBLE and not g.has_selection]
-
-    @property
-    def flat_shown(self) -> list[FacetOption]:
-        return _first(self.flat)
-
-    @property
-    def flat_more(self) -> list[FacetOption]:
-        return _rest(self.flat)
-
-    def __bool__(self) -> bool:
-        return bool(self.groups or self.flat)
-
-
-@dataclass(frozen=True, slots=True)
-class Chip:
-    """An active filter above the results, read by name (code on hover), with its remove link."""
-
-    label: str
-    text: str
-    href: str
-    code: str | None = None
-
-
-def _first(options: list[FacetOption]) -> list[FacetOption]:
-    return [o for i, o in enumerate(options) if i < FACET_VISIBLE or o.selected]
-
-
-def _rest(options: list[FacetOption]) -> list[FacetOption]:
-    return [o for i, o in enumerate(options) if i >= FACET_VISIBLE and not o.selected]
 
 
 @bp.get("/")
@@ -147,12 +46,34 @@ def search() -> tuple[str, int] | str:
         # The page stays usable: the form keeps what was typed, with the error above it.
         return _search_page(None, None, error=exc), 400
     result = get_service().search_request(search_request)
-    return _search_page(search_request, result)
+    return _search_page(search_request, result, _subject_counts(search_request, result))
+
+
+def _subject_counts(search_request: SearchRequest, result: SearchResult) -> list[FacetValue]:
+    """The subjects' counts for the panel's group headings, counted as its categories are.
+
+    The panel is one facet to a reader: its "all of" boxes select archives through the
+    `category` filter, OR'ed with the categories ticked. The `category` facet's counts leave
+    that filter out (they are disjunctive); the `subject` facet's own counts apply it, so when
+    a category is ticked the headings are counted again without it.
+    """
+    if not (search_request.selected("category") or search_request.selected("subject")):
+        return list(result.facets.get("subject", ()))
+    filters = {
+        name: values
+        for name, values in search_request.filters.items()
+        if name not in ("category", "subject")
+    }
+    unfiltered = replace(
+        search_request, filters=filters, facets=("subject",), page=1, per_page=1, highlight=False
+    )
+    return list(get_service().search_request(unfiltered).facets.get("subject", ()))
 
 
 def _search_page(
     search_request: SearchRequest | None,
     result: SearchResult | None,
+    subject_counts: list[FacetValue] | None = None,
     error: Exception | None = None,
 ) -> str:
     # A request that failed validation is shown as an empty search, keeping the text the
@@ -170,105 +91,16 @@ def _search_page(
         error=error,
         links=links,
         feed_href=links.feed(url_for("api.search_feed")) if result else None,
-        subjects=_subject_panel(result, ids) if result else SubjectPanel([], []),
-        facet_groups=_facet_groups(result, ids) if result else [],
-        chips=_chips(links) if result else [],
+        subjects=subject_panel(result, subject_counts or [], ids)
+        if result
+        else SubjectPanel([], []),
+        facet_groups=facet_groups(result, ids) if result else [],
+        chips=chips(links) if result else [],
         bars=year_bars(result.facets.get("year", ())[:FLAT_FACET_SIZE]) if result else [],
         sort_labels=SORT_LABELS,
         sorts=SORTS,
         explicit_sort=search_request.sort if search_request else None,
     )
-
-
-def _facet_groups(result: SearchResult, ids: Iterable[str]) -> list[FacetGroup]:
-    """Sidebar checkboxes per flat facet (the subject facets are `_subject_panel`'s); a selected
-    value is always shown, even outside the top N."""
-    ids = iter(ids)
-    groups = []
-    for facet in DISPLAYED_FACETS:
-        if facet.hierarchical:
-            continue
-        selected = set(result.request.selected(facet.name))
-        options = [
-            FacetOption(
-                facet.name, v.value, v.count, v.selected or v.value in selected, v.value, ""
-            )
-            for v in result.facets.get(facet.name, ())[:FLAT_FACET_SIZE]
-        ]
-        listed = {option.value for option in options}
-        options += [
-            FacetOption(facet.name, v, None, True, v, "") for v in sorted(selected - listed)
-        ]
-        if facet.order == "value_descending":
-            options.sort(key=lambda option: option.value, reverse=True)
-        options = [replace(option, id=next(ids)) for option in options]
-        groups.append(FacetGroup(facet.name, facet.label, _first(options), _rest(options)))
-    return groups
-
-
-def _subject_panel(result: SearchResult, ids: Iterable[str]) -> SubjectPanel:
-    """The `subject` facet's values (archives) as groups holding the `category` facet's values
-    whose parent they are. Selected values are always listed, even outside the counts: an
-    archive as a group, anything else (a group such as grp_cs, an unknown code) flat."""
-    ids = iter(ids)
-    request = result.request
-    names = ("subject", "category")
-    chosen = {name: set(request.selected(name)) for name in names}
-    counted = {name: {v.value for v in result.facets.get(name, ())} for name in names}
-
-    def values(name: str) -> list[FacetValue]:
-        listed = list(result.facets.get(name, ()))
-        describe = facet_named(name).describe
-        for value in sorted(chosen[name] - counted[name]):
-            label, parent = describe(value)
-            listed.append(FacetValue(value, 0, True, label, parent))
-        return listed
-
-    def option(name: str, v: FacetValue) -> FacetOption:
-        n = v.count if v.value in counted[name] else None
-        selected = v.selected or v.value in chosen[name]
-        return FacetOption(name, v.value, n, selected, v.label or v.value, next(ids))
-
-    groups: dict[str, SubjectGroup] = {}
-    flat: list[FacetOption] = []
-    for v in values("subject"):
-        if v.parent is None:
-            # Not an archive: a group (grp_cs) or a code of another source, whose records the
-            # flat category of the same code lists; shown only when selected.
-            if v.value in chosen["subject"]:
-                flat.append(option("subject", v))
-            continue
-        groups[v.value] = SubjectGroup(option("subject", v))
-    for v in values("category"):
-        if v.parent is None:
-            flat.append(option("category", v))
-            continue
-        group = groups.get(v.parent)
-        if group is None:  # its archive went uncounted: a group without a count
-            label, parent = facet_named("subject").describe(v.parent)
-            archive = FacetValue(v.parent, 0, False, label, parent)
-            group = groups[v.parent] = SubjectGroup(option("subject", archive))
-        group.categories.append(option("category", v))
-    for group in groups.values():
-        # A one-category archive (hep-ph holds hep-ph): its "all of" checkbox says it all.
-        only = group.categories[0] if len(group.categories) == 1 else None
-        if only and only.value == group.subject.value and not only.selected:
-            group.categories.clear()
-        group.open = group.has_selection or len(groups) == 1
-    return SubjectPanel(list(groups.values()), flat)
-
-
-def _chips(links: SearchLinks) -> list[Chip]:
-    """The active filters of the facets, named as people read them (subjects by name)."""
-    request = links.request
-    chips = []
-    for facet in DISPLAYED_FACETS:
-        for value in request.selected(facet.name):
-            label = facet.describe(value)[0]
-            code = value if label != value else None
-            href = links.removing(facet.name, value=value)
-            chips.append(Chip(facet.label, label, href, code))
-    return chips
 
 
 @bp.get("/records/<path:record_id>")
@@ -293,12 +125,21 @@ def record(record_id: str) -> Response | str:
 @bp.get("/records/<path:record_id>.bib")
 def record_bibtex(record_id: str) -> Response:
     text = to_bibtex(_get_record(record_id))
-    filename = record_id.replace("/", "_")
     return Response(
         text,
         content_type="application/x-bibtex; charset=utf-8",
-        headers={"Content-Disposition": f'inline; filename="{filename}.bib"'},
+        headers={"Content-Disposition": content_disposition(f"{record_id}.bib")},
     )
+
+
+_UNSAFE_IN_FILENAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def content_disposition(filename: str) -> str:
+    """`inline` with the file name twice (RFC 6266): plain ASCII with anything else as `_`,
+    and the exact name percent-encoded, so no quote, CR/LF or `;` in an id reaches the header."""
+    plain = _UNSAFE_IN_FILENAME.sub("_", filename)
+    return f"inline; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 @bp.get("/records/<path:record_id>.json")

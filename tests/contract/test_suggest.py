@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from searchsvc.errors import InvalidRequest, UnknownFacet
-from searchsvc.query import FacetValue, SearchRequest
+from searchsvc.query import MAX_FACET_SIZE, FacetValue, SearchRequest
 
 
 def suggestion(backend, q):
@@ -103,7 +103,7 @@ def test_a_limit_out_of_range_is_invalid(fixture_backend):
     with pytest.raises(InvalidRequest):
         fixture_backend.facet_values("author", limit=0)
     with pytest.raises(InvalidRequest):
-        fixture_backend.facet_values("author", limit=101)
+        fixture_backend.facet_values("author", limit=MAX_FACET_SIZE + 1)
 
 
 def test_a_number_gets_no_correction(seed_backend):

@@ -98,16 +98,19 @@ class SolrBackend(SearchBackend):
 
     def facet_values(self, facet: str, prefix: str = "", limit: int = 10) -> tuple[FacetValue, ...]:
         facet_named(facet)
+        self._check_layout(force=False)
         return browse.facet_values(
             self.connection, facet, prefix, _check_limit(limit, MAX_FACET_SIZE)
         )
 
     def author(self, name: str, page: int = 1, per_page: int = 20) -> AuthorView:
         SearchRequest(page=page, per_page=per_page)  # the request's checks of both
+        self._check_layout(force=False)
         return browse.author_view(self.connection, name, page, per_page)
 
     def stats(self, top: int = 10) -> IndexStats:
-        version, meta = self._meta(force=True)
+        self._check_layout(force=True)
+        version, meta = self._meta()
         stats = browse.index_stats(self.connection, top, meta, version, self.location)
         return dataclasses.replace(stats, size_bytes=self._size_bytes())
 

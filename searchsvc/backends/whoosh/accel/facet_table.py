@@ -356,6 +356,7 @@ class FacetTable:
     columns: dict[str, ValueColumn]  # the stored ones (documents.PACKED_FACETS), as indexed
     # Columns derived from the stored ones when first asked for (subjects/, see `column`).
     _derived: dict[tuple[str, bool], ValueColumn] = field(default_factory=dict, repr=False)
+    _under: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, reader: IndexReader) -> FacetTable:
@@ -428,20 +429,10 @@ class FacetTable:
         `primary_only`). Derived here, not stored, so a new taxonomy needs no rebuild."""
         if not facet_named(facet).hierarchical:
             return self.columns[facet]
-        tax = taxonomy()
+        searched_text = facet_named(facet).searched_text
         if facet == "category":
-            return self._derive(
-                "category",
-                primary_only,
-                lambda code: (tax.canonical(code),),
-                lambda code: f"{code}\n{tax.category_label(code)}",
-            )
-        return self._derive(
-            "subject",
-            primary_only,
-            tax.archives_of,
-            lambda code: f"{code}\n{tax.label(code)}",
-        )
+            return self._derive("category", primary_only, _canonical_of, searched_text)
+        return self._derive("subject", primary_only, taxonomy().archives_of, searched_text)
 
     def filter_mask(self, facet: str, values: Iterable[str], primary_only: bool) -> np.ndarray:
         """Mask of the documents a facet's selected values select (OR); a subject facet's
@@ -455,11 +446,14 @@ class FacetTable:
         """The stored category values (as indexed) a subject of any level covers."""
         tax = taxonomy()
         wanted = fold(tax.canonical(subject))
-        return tuple(
-            value
-            for value in self.columns["category"].values
-            if wanted in {fold(key) for key in tax.keys_of(value)}
-        )
+        under = self._under.get(wanted)
+        if under is None:
+            under = self._under[wanted] = tuple(
+                value
+                for value in self.columns["category"].values
+                if wanted in {fold(key) for key in tax.keys_of(value)}
+            )
+        return under
 
     def _derive(self, kind: str, primary_only: bool, mapping, describe=None) -> ValueColumn:
         key = (kind, primary_only)
@@ -499,6 +493,10 @@ class FacetTable:
         else:
             key = np.where(years == NO_YEAR, np.iinfo(np.int64).max, -years)
         return docnums[np.lexsort((self.title_rank[docnums], key))]
+
+
+def _canonical_of(code: str) -> tuple[str, ...]:
+    return (taxonomy().canonical(code),)
 
 
 def _facet_values(reader: IndexReader) -> tuple[np.ndarray, list[dict[str, tuple[str, ...]]]]:
