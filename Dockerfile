@@ -1,4 +1,4 @@
-# searchsvc: the search service (gunicorn) and its indexer, in one image.
+# searchsvc: the search service (nginx in front of gunicorn) and its indexer, in one image.
 #   docker compose up              builds the index from seeds/ (or a mounted corpus), then serves
 #   docker build -t searchsvc .    the image alone
 
@@ -21,13 +21,19 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     SEARCHSVC_INDEX=/data/index
 
+# nginx, the front `searchsvc serve` runs before gunicorn's workers (README, "Serving in
+# production").
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends nginx \
+    && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /app
 # Dependencies and package first: this layer is rebuilt only when they change.
 COPY --from=build /wheels /wheels
 RUN pip install /wheels/*.whl && rm -rf /wheels
-# The WSGI entry point alone: gunicorn's config is the installed package's
-# (searchsvc.serving.gunicorn_conf), and a copy of the package here would shadow the installed one
-# (which has the compiled extension) for processes started in /app.
+# The WSGI entry point alone, for running gunicorn by hand (`searchsvc serve` takes the app from
+# the installed package): a copy of the package here would shadow the installed one (which has
+# the compiled extension) for processes started in /app.
 COPY wsgi.py ./
 COPY seeds ./seeds
 
@@ -44,4 +50,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
 
 # The same commands as `make index` and `make run` (tests/test_deploy_files.py checks this).
 # Indexer: searchsvc index seeds/ --index /data/index
-CMD ["gunicorn", "--config", "python:searchsvc.serving.gunicorn_conf", "--bind", "0.0.0.0:8000", "wsgi:app"]
+CMD ["searchsvc", "serve", "--index", "/data/index", "--bind", "0.0.0.0:8000"]

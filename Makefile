@@ -7,8 +7,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SEEDS := $(wildcard seeds/*.txt)
 
-.PHONY: run index solr run-solr test test-fast typecheck lint format bench bench-index bench-search bench-relevance bench-http \
-	bench-scale bench-writes bench-write-faults bench-solr screenshots clean
+.PHONY: run run-gunicorn index solr run-solr test test-fast fuzz-api typecheck lint format bench bench-index bench-search \
+	bench-relevance bench-http bench-attack bench-scale bench-writes bench-write-faults bench-solr screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
 $(BIN)/.installed: pyproject.toml setup.py searchsvc/backends/whoosh/build/_w3postings.c
@@ -29,8 +29,14 @@ $(INDEX)/CURRENT: $(SEEDS) searchsvc/backends/whoosh/schema.py | $(BIN)/.install
 index: $(INDEX)/CURRENT
 	$(BIN)/searchsvc stats --index $(INDEX)
 
-# `make run PORT=8001 HOST=0.0.0.0` to serve elsewhere.
+# nginx in front of gunicorn's workers (needs nginx: apt-get install nginx; README, "Serving in
+# production"). `make run PORT=8001 HOST=0.0.0.0` to serve elsewhere.
 run: index
+	$(BIN)/searchsvc serve --index $(INDEX) --bind $(HOST):$(PORT)
+
+# gunicorn alone, for development: no nginx needed, but nothing shields its workers from slow
+# or oversized requests.
+run-gunicorn: index
 	SEARCHSVC_INDEX=$(INDEX) $(BIN)/gunicorn --config python:searchsvc.serving.gunicorn_conf \
 		--bind $(HOST):$(PORT) wsgi:app
 
@@ -50,8 +56,8 @@ solr: $(SOLR_JARS) $(BIN)/.installed
 
 # `make run` on SolrCloud: the local cluster above, started in the background unless it runs
 # (stop it with `.venv/bin/searchsvc solr stop`), the seeds indexed into it when the collection
-# is missing, served by gunicorn as `make run` serves Whoosh. SOLR_INDEX=solr://... to serve
-# another cluster's collection.
+# is missing, served as `make run` serves Whoosh. SOLR_INDEX=solr://... to serve another
+# cluster's collection.
 SOLR_INDEX ?= solr://127.0.0.1:8983,127.0.0.1:8984/solr/searchsvc
 SOLR_TASKS_DB ?= solr/data/searchsvc.sqlite3
 run-solr: $(SOLR_JARS) $(BIN)/.installed
@@ -59,8 +65,7 @@ run-solr: $(SOLR_JARS) $(BIN)/.installed
 		$(BIN)/searchsvc solr start --data solr/data --detach
 	$(BIN)/searchsvc stats --index '$(SOLR_INDEX)' >/dev/null 2>&1 || \
 		$(BIN)/searchsvc index seeds/ --index '$(SOLR_INDEX)' --tasks-db $(SOLR_TASKS_DB)
-	SEARCHSVC_INDEX='$(SOLR_INDEX)' SEARCHSVC_TASKS_DB=$(SOLR_TASKS_DB) \
-		$(BIN)/gunicorn --config python:searchsvc.serving.gunicorn_conf --bind $(HOST):$(PORT) wsgi:app
+	$(BIN)/searchsvc serve --index '$(SOLR_INDEX)' --tasks-db $(SOLR_TASKS_DB) --bind $(HOST):$(PORT)
 
 # The whole suite: lint, types, every test (browser and servers included). What .ci/run calls.
 test: $(BIN)/.installed-test $(SOLR_JARS)
@@ -72,6 +77,11 @@ test: $(BIN)/.installed-test $(SOLR_JARS)
 # The edit-test loop: no browser, no servers, property tests at a tenth of their examples.
 test-fast: $(BIN)/.installed-test
 	SEARCHSVC_TESTS=fast $(BIN)/python -m pytest -m "not slow" -q
+
+# The API fuzzed by schemathesis from its OpenAPI document, every check on: 20 times the
+# requests `make test` sends (about 20,000 reads and 20,000 writes).
+fuzz-api: $(BIN)/.installed-test
+	SEARCHSVC_FUZZ_SCALE=20 $(BIN)/python -m pytest tests/test_openapi.py -k generated -q
 
 typecheck: $(BIN)/.installed-test
 	$(BIN)/mypy
@@ -102,6 +112,12 @@ bench-relevance: $(BIN)/.installed-test
 # Needs wrk (Debian: apt-get install wrk); serves the index in $(INDEX) with gunicorn.
 bench-http: $(BIN)/.installed-test index
 	$(BIN)/python -m benchmarks.bench_http --index-dir $(INDEX)
+
+# Searches during an attack on `searchsvc serve` (2 workers): 8 clients sending 16 MB request
+# lines and 64 idle connections; search p50/p99 and how soon each attack connection is answered
+# or closed (needs nginx).
+bench-attack: $(BIN)/.installed-test
+	$(BIN)/python -m benchmarks.bench_attack
 
 # Build rate, size, memory and search latency at 10k, 40k, 200k and 1M synthetic records
 # (hours at 1M; SCALE_ARGS="--sizes 10k,40k" for a quick run).

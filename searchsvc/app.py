@@ -9,6 +9,7 @@ from flask import Flask
 
 from searchsvc import api, extension
 from searchsvc import config as settings
+from searchsvc.api import security
 from searchsvc.api.encoding import JSONProvider
 
 
@@ -21,6 +22,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.from_mapping(settings.load(config))
     app.json = JSONProvider(app)
+    security.init_app(app)
     extension.init_app(app)
     api.init_app(app)
     _init_web(app)

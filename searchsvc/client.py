@@ -189,7 +189,6 @@ class SearchClient:
             cardinalities=body["cardinalities"],
             built_at=datetime.fromisoformat(body["built_at"]) if body["built_at"] else None,
             version=body["version"],
-            index_dir=body["index_dir"],
             size_bytes=body["size_bytes"],
         )
 

@@ -5,6 +5,9 @@ class SearchsvcError(Exception):
     """Base of every error searchsvc raises on purpose."""
 
     code = "error"
+    # The message with what only a local user should see (the index's path): the command line
+    # prints it when there is one; HTTP answers send `message`, which never names a path.
+    local_message: str | None = None
 
     def __init__(self, message: str, **details: object) -> None:
         super().__init__(message)

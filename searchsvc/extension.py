@@ -70,7 +70,13 @@ def get_queue() -> TaskQueue:
 def _queue_of(app: Flask) -> TaskQueue:
     queue = app.extensions[_QUEUE]
     if isinstance(queue, InvalidLocation):
-        raise TaskQueueUnavailable(f"writes are off: {queue.message}")
+        # Clients are told what to set, not where the index is (its hosts are the server's).
+        error = TaskQueueUnavailable(
+            "writes are off: the index has no directory for the task queue, and "
+            "SEARCHSVC_TASKS_DB names no file"
+        )
+        error.local_message = f"writes are off: {queue.message}"
+        raise error
     return queue
 
 

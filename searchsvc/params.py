@@ -75,12 +75,15 @@ class _SearchParamsSchema(Schema):
 
     q = query_text_field(
         'Query text: words (any may match, ranked BM25), "phrases", AND/OR/NOT, (groups), '
-        "wildcards*, fuzzy~, field:word (title, abstract, author, category, year). Empty: every "
-        "record. A malformed query is a 400 whose details give the position of the problem."
+        "wildcards*, fuzzy~, field:word (title, abstract, author, category, subject, year; "
+        "category:cs is every cs.* record). Empty: every record. A malformed query is a 400 "
+        "whose details give the position of the problem."
     )
     # No load_default for these three: absent means SearchRequest's own default (None), and a
     # null default would document them as nullable.
-    year_from = year_field(metadata={"description": "Earliest year, inclusive."})
+    year_from = year_field(
+        metadata={"description": "Earliest year, inclusive (after year_to: no records match)."}
+    )
     year_to = year_field(metadata={"description": "Latest year, inclusive."})
     sort = fields.String(
         validate=validate.OneOf(SORTS),
@@ -146,6 +149,36 @@ SearchParams = _SearchParamsSchema.from_dict(
 )
 SearchParams.__doc__ = "Query parameters of a search; loads into a SearchRequest."
 
+
+def _body_filter_field(facet: Facet) -> fields.List:
+    field = _filter_field(facet)
+    field.metadata = {"description": f"{facet.filter_help} (a list: any of them)."}
+    return field
+
+
+# The same parameters as a JSON object (POST /api/v1/search), for a query too long for a URL:
+# the comma lists are JSON lists, and a name the search does not take is an error (in a query
+# string it is ignored, as links carry other parameters).
+SearchBody = SearchParams.from_dict(
+    {
+        "facets": fields.List(
+            fields.String(validate=validate.OneOf(FACET_NAMES)),
+            load_default=FACET_NAMES,
+            metadata={"description": "Facets to count; [] for none.", "default": list(FACET_NAMES)},
+        ),
+        "search_fields": fields.List(
+            fields.String(validate=validate.OneOf(SEARCH_FIELDS)),
+            data_key="fields",
+            load_default=SEARCH_FIELDS,
+            validate=validate.Length(min=1),
+            metadata={"description": "The fields q searches.", "default": list(SEARCH_FIELDS)},
+        ),
+        **{facet.name: _body_filter_field(facet) for facet in FACETS},
+    },
+    name="SearchBody",
+)
+SearchBody.__doc__ = "A search as a JSON object; loads into a SearchRequest."
+
 # Built once: marshmallow compiles a schema's fields on construction.
 _SCHEMA = SearchParams()
 
@@ -186,6 +219,18 @@ def search_request_from(
         raise InvalidRequest(
             f"invalid parameter {name}: {first_message(messages)}", parameter=name, errors=errors
         ) from None
+
+
+def check_year_order(request: SearchRequest) -> SearchRequest:
+    """`request`, or InvalidRequest when year_from is after year_to: for the surfaces people type
+    into (the web page, the CLI), where a reversed range is a slip. The API answers it with no
+    records, as its OpenAPI document, which cannot relate two parameters, says."""
+    low, high = request.year_from, request.year_to
+    if low is not None and high is not None and low > high:
+        raise InvalidRequest(
+            "invalid parameter year_from: year_from is after year_to", parameter="year_from"
+        )
+    return request
 
 
 def query_params(request: SearchRequest, *, omit: tuple[str, ...] = ()) -> list[tuple[str, str]]:

@@ -17,7 +17,8 @@ SORTS = ("relevance", "newest", "oldest", "title")
 SEARCH_FIELDS = ("title", "abstract", "authors")
 MAX_PER_PAGE = 100
 MAX_PAGE = 10_000
-MAX_FACET_SIZE = 100
+# Room for every category of arXiv's taxonomy (176) in one list: the web page groups them.
+MAX_FACET_SIZE = 200
 MAX_QUERY_LENGTH = 10_000
 MAX_FILTER_VALUES = 50
 DEFAULT_PER_PAGE = 10
@@ -70,18 +71,11 @@ class SearchRequest:
         check_int("page", self.page, 1, MAX_PAGE)
         check_int("per_page", self.per_page, 1, MAX_PER_PAGE)
         check_int("facet_size", self.facet_size, 1, MAX_FACET_SIZE)
+        # year_from after year_to is a range of no years: nothing matches, as in Solr and
+        # Elasticsearch (and as the OpenAPI document, which cannot relate two parameters, says).
         for name in ("year_from", "year_to"):
             if getattr(self, name) is not None:
                 check_int(name, getattr(self, name), MIN_YEAR, MAX_YEAR)
-        if (
-            self.year_from is not None
-            and self.year_to is not None
-            and self.year_from > self.year_to
-        ):
-            raise InvalidRequest(
-                "year_from is after year_to",
-                parameter="year_from",
-            )
         object.__setattr__(self, "tree", parse_query(self.q))
 
     @classmethod
@@ -341,16 +335,18 @@ class IndexStats:
     cardinalities: dict[str, int]
     built_at: datetime | None
     version: str
+    # Where the index is, for whoever opened it (`searchsvc stats` prints it). Not in to_dict():
+    # that is what the HTTP API sends, and a server's paths (or Solr hosts) are its own.
     index_dir: str = ""
     size_bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
+        """The statistics without the index location, as the API sends them."""
         return {
             "documents": self.documents,
             "facets": {k: [v.to_dict() for v in vs] for k, vs in self.facets.items()},
             "cardinalities": dict(self.cardinalities),
             "built_at": self.built_at.isoformat() if self.built_at else None,
             "version": self.version,
-            "index_dir": self.index_dir,
             "size_bytes": self.size_bytes,
         }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -25,6 +26,16 @@ RECORD_FIELDS = (
     "comments",
 )
 MIN_YEAR, MAX_YEAR = 1000, 2999
+# An id is an identity that travels in URLs, headers, file lines and log lines: long enough for
+# any DOI or URL, short enough to stay a key.
+MAX_ID_LENGTH = 512
+# Characters an id may not hold (Unicode categories): controls (CR, LF, tab, NUL, DEL, C1),
+# invisible format characters (zero-width, bidi overrides, BOM), lone surrogates (no UTF-8 for
+# them), line and paragraph separators. Such an id could be indexed but not fetched by URL, or
+# would look identical to another. Spaces other than U+0020 are refused for the latter reason.
+_NOT_IN_IDS = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Zs"})
+_CHARACTER_NAMES = {"\n": "line feed", "\r": "carriage return", "\t": "tab", "\x00": "NUL"}
+_ID_SHOWN = 40  # characters of a bad id quoted in its error
 ARXIV_ID = re.compile(r"\d{4}\.\d{4,5}(v\d+)?|[a-z][a-z.-]*(\.[A-Z]{2})?/\d{7}(v\d+)?")
 ARXIV_VERSION = re.compile(r"v\d+$")
 
@@ -46,8 +57,9 @@ class Record:
     comments: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not self.id.strip():
-            raise ValueError("record id must be a non-empty string")
+        problem = id_problem(self.id)
+        if problem:
+            raise ValueError(problem)
         if not isinstance(self.title, str) or not self.title.strip():
             raise ValueError("record title must be a non-empty string")
         if self.year is not None and (
@@ -71,6 +83,18 @@ class Record:
         data["authors"] = list(self.authors)
         data["categories"] = list(self.categories)
         return data
+
+    @classmethod
+    def from_index(cls, data: dict[str, Any]) -> Record:
+        """`from_dict` for a record read back from an index, its id kept as stored: an index
+        built before the id rule (`id_problem`) may hold an id the rule now refuses, and such a
+        record must still be shown, exported and deleted rather than fail every search."""
+        stored_id = data.get("id")
+        if not isinstance(stored_id, str) or not stored_id:
+            raise ValueError("record field 'id' must be a non-empty string")
+        record = cls.from_dict({**data, "id": "stored"})
+        object.__setattr__(record, "id", stored_id)
+        return record
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
@@ -104,6 +128,43 @@ class Record:
             journal_ref=data.get("journal_ref"),
             comments=data.get("comments"),
         )
+
+
+def id_problem(value: object) -> str | None:
+    """Why `value` cannot be a record id, or None when it can.
+
+    The one id rule: every record has it checked when made (source readers, the write API, the
+    Python API). A non-empty string of at most MAX_ID_LENGTH printable characters, not starting
+    or ending with a space; `/`, `:` and any other visible character are fine (`hep-th/9901001`).
+    """
+    if not isinstance(value, str) or not value.strip():
+        return "record id must be a non-empty string"
+    if len(value) > MAX_ID_LENGTH:
+        return f"record id is {len(value)} characters long: at most {MAX_ID_LENGTH} are allowed"
+    if not value.isprintable():  # nearly every id is: one C call, then no loop
+        for position, character in enumerate(value, start=1):
+            # Unassigned and private-use characters are not printable either, but they are
+            # visible, and refusing them would make the rule depend on Python's Unicode version.
+            if character != " " and unicodedata.category(character) in _NOT_IN_IDS:
+                return (
+                    f"record id {_shown(value)} has {_character_name(character)} at character "
+                    f"{position}: ids must be printable"
+                )
+    if value != value.strip():
+        return f"record id {_shown(value)} starts or ends with a space"
+    if value.startswith("/"):
+        # `/records/<id>` could not tell it from an empty path segment.
+        return f"record id {_shown(value)} starts with '/': it could not be fetched by URL"
+    return None
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= _ID_SHOWN else value[:_ID_SHOWN] + "...")
+
+
+def _character_name(character: str) -> str:
+    named = _CHARACTER_NAMES.get(character)
+    return f"U+{ord(character):04X} ({named})" if named else f"U+{ord(character):04X}"
 
 
 def _clean_values(values: Iterable[str], name: str) -> tuple[str, ...]:

@@ -291,6 +291,46 @@ def test_field_limits_are_400_naming_the_field(index, keys, field, value):
     assert response.get_json()["error"]["details"]["errors"][0]["field"] == field
 
 
+@pytest.mark.parametrize(
+    ("record_id", "reason"),
+    [
+        ("a\nb", "record id 'a\\nb' has U+000A (line feed) at character 2: ids must be printable"),
+        ("a\rb", "has U+000D (carriage return) at character 2"),
+        ("a\x00b", "has U+0000 (NUL) at character 2"),
+        ("a\tb", "has U+0009 (tab) at character 2"),
+        ("a\x7fb", "has U+007F at character 2"),
+        ("a\u2028b", "has U+2028 at character 2"),
+        ("a\u200bb", "has U+200B at character 2"),
+        (" a", "starts or ends with a space"),
+        ("", "must be a non-empty string"),
+        ("i" * 513, "is 513 characters long: at most 512 are allowed"),
+    ],
+)
+def test_an_id_breaking_the_id_rule_is_a_400_naming_the_field(api, writer_key, record_id, reason):
+    response = api.post("/api/v1/records", json=[record(record_id, "T")], headers=writer_key)
+    assert response.status_code == 400
+    [error] = response.get_json()["error"]["details"]["errors"]
+    assert (error["position"], error["field"]) == (0, "id")
+    assert reason in error["reason"]
+
+
+def test_a_path_id_breaking_the_id_rule_is_a_400_and_the_id_rule_allows_slashes(
+    api, write_app, writer_key
+):
+    # (A path with a line break matches no route: 404 before any view.)
+    refused = api.put("/api/v1/records/a%09b", json={"title": "T"}, headers=writer_key)
+    assert refused.status_code == 400
+    [error] = refused.get_json()["error"]["details"]["errors"]
+    assert error["field"] == "id" and "U+0009 (tab)" in error["reason"]
+    longest = "hep-th/" + "9" * 505
+    for record_id in ("hep-th/9901001", "doi:10.1000/xyz", longest):
+        accepted = api.post("/api/v1/records", json=record(record_id, "T"), headers=writer_key)
+        assert accepted.status_code == 202, accepted.get_json()
+    apply_queued(write_app)
+    for record_id in ("hep-th/9901001", "doi:10.1000/xyz", longest):
+        assert api.get(f"/api/v1/records/{record_id}").get_json()["id"] == record_id
+
+
 def test_writes_are_rate_limited_per_key_across_endpoints(index, keys):
     app = create_app({"INDEX": index, "TESTING": True, "WRITE_RATE_LIMIT": "2/minute"})
     client = app.test_client()

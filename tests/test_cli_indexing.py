@@ -71,6 +71,8 @@ def test_stats_json_of_the_seed_index_meets_the_acceptance_figures(seed_cli_inde
     assert sorted(facets["year"]) == [str(y) for y in range(2019, 2025)]
     assert sum(facets["year"].values()) == 33
     assert stats["built_at"]
+    # The API leaves the index location out; the CLI runs where the index is and shows it.
+    assert stats["index_dir"] == str(index_dir)
 
 
 def test_stats_prints_documents_top_values_and_build_time(seed_cli_index):
@@ -79,6 +81,7 @@ def test_stats_prints_documents_top_values_and_build_time(seed_cli_index):
     result = run("stats", "--index-dir", index_dir)
 
     assert result.exit_code == 0, result.output
+    assert f"index      {index_dir}" in result.stdout
     assert "documents  33" in result.stdout
     assert "built at   " in result.stdout
     assert "  12  cs.DC  Distributed, Parallel, and Cluster Computing" in result.stdout
@@ -127,6 +130,22 @@ def test_skipped_records_are_listed_with_file_and_line(tmp_path):
     assert result.stdout.startswith("read 1, indexed 1, merged 0, skipped 2 in ")
     skipped = result.stderr.splitlines()
     assert [line.split(":")[:2] for line in skipped] == [[str(source), "2"], [str(source), "3"]]
+
+
+def test_a_record_with_an_unusable_id_is_skipped_on_one_line_saying_why(tmp_path):
+    source = tmp_path / "records.jsonl"
+    bad = {**FIXTURE_RECORDS[1].to_dict(), "id": "2101.00002\r\nX-Injected: 1"}
+    lines = [json.dumps(FIXTURE_RECORDS[0].to_dict()), json.dumps(bad)]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    result = run("index", source, "--index-dir", tmp_path / "index")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("read 1, indexed 1, merged 0, skipped 1 in ")
+    assert result.stderr == (
+        f"{source}:2: record id '2101.00002\\r\\nX-Injected: 1' has U+000D (carriage return) "
+        "at character 11: ids must be printable\n"
+    )
 
 
 def test_index_of_a_missing_path_is_a_one_line_error(tmp_path):

@@ -16,8 +16,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
-# What the serving and indexing commands are, whatever the address and paths they are given.
-SERVE = [
+# What the serving and indexing commands are, whatever the address and paths they are given:
+# the service as deployed (nginx in front of gunicorn), and gunicorn alone for development.
+SERVE = ["searchsvc", "serve", "--index", "*", "--bind", "*"]
+GUNICORN = [
     "gunicorn",
     "--config",
     "python:searchsvc.serving.gunicorn_conf",
@@ -50,6 +52,20 @@ def makefile_commands() -> list[list[str]]:
             while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
                 words.pop(0)
             commands.append(words)
+    return commands
+
+
+def makefile_target_commands(target: str) -> list[list[str]]:
+    """The shell commands of one Makefile target, as `makefile_commands` gives them."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    recipe = text.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
+    lines = [line for line in recipe.splitlines()[1:] if line.startswith("\t")]
+    commands = []
+    for line in lines:
+        words = shlex.split(line.replace("$(BIN)/", ""))
+        while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+            words.pop(0)
+        commands.append(words)
     return commands
 
 
@@ -100,10 +116,13 @@ def test_compose_refers_to_files_that_exist(compose):
             if source.startswith((".", "/")):
                 assert (ROOT / source).exists(), source
     serve = compose["services"]["web"]["command"]
-    config = serve[serve.index("--config") + 1]
-    # `python:MODULE`: the config is a module of the installed package, found by import.
-    module = config.removeprefix("python:")
-    assert importlib.util.find_spec(module) is not None, config
+    from searchsvc.cli import main
+
+    assert serve[1] in main.commands, serve
+    # gunicorn's config (`python:MODULE`) is a module of the installed package, found by import.
+    (gunicorn,) = makefile_target_commands("run-gunicorn")
+    module = gunicorn[gunicorn.index("--config") + 1].removeprefix("python:")
+    assert importlib.util.find_spec(module) is not None, module
 
 
 def test_dockerfile_copies_files_that_exist():
@@ -119,10 +138,23 @@ def test_dockerfile_serves_with_the_makefile_command():
     assert len(commands) == 1
     command = json.loads(commands[0])
     assert matches(command, SERVE)
+    (run,) = makefile_target_commands("run")
+    assert matches(run, SERVE)
     in_makefile = [c for c in makefile_commands() if c and c[0] == "gunicorn"]
-    assert in_makefile, "the Makefile has no gunicorn command"
-    assert all(matches(c, SERVE) for c in in_makefile)
-    assert all(c[:-2] == command[:-2] for c in in_makefile)  # all but the bind address
+    assert in_makefile, "the Makefile has no gunicorn command (for development)"
+    assert all(matches(c, GUNICORN) for c in in_makefile)
+
+
+def test_the_image_installs_nginx_and_the_package_ships_its_config():
+    # `searchsvc serve` runs nginx, and writes its config from a template in the package.
+    installs = [rest for keyword, rest in dockerfile_instructions() if "apt-get install" in rest]
+    assert any(re.search(r"\bnginx\b", rest) for rest in installs)
+    assert "serving/*.template" in (ROOT / "pyproject.toml").read_text()
+    from importlib import resources
+
+    template = resources.files("searchsvc.serving").joinpath("nginx.conf.template")
+    assert "proxy_pass" in template.read_text()
+    assert "nginx" in (ROOT / ".ci" / "run").read_text()
 
 
 def test_indexer_runs_the_makefile_index_command(compose):
@@ -132,15 +164,20 @@ def test_indexer_runs_the_makefile_index_command(compose):
     assert "searchsvc index seeds/ --index /data/index" in DOCKERFILE.read_text()
 
 
-def test_readme_gunicorn_commands_are_the_dockerfile_ones():
+def test_readme_serving_commands_are_the_dockerfile_and_makefile_ones():
     readme = (ROOT / "README.md").read_text()
+    seen = set()
     for line in readme.splitlines():
-        words = shlex.split(line.strip().strip("`")) if "gunicorn --config" in line else []
-        while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
-            words.pop(0)
-        if words:
-            words[0] = Path(words[0]).name  # .venv/bin/gunicorn
-            assert matches(words, SERVE), line
+        line = line.strip().strip("`")
+        for marker, pattern in (("bin/searchsvc serve", SERVE), ("gunicorn --config", GUNICORN)):
+            if marker in line:
+                words = shlex.split(line)
+                while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+                    words.pop(0)
+                words[0] = Path(words[0]).name  # .venv/bin/gunicorn
+                assert matches(words, pattern), line
+                seen.add(marker)
+    assert seen == {"bin/searchsvc serve", "gunicorn --config"}
 
 
 def test_docker_compose_config_accepts_the_file():

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.raw_http import RawAnswer, chunked_post, huge_request_line, send_raw
 from tests.support import FIXTURE_RECORDS, build_index
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,15 +124,60 @@ def test_gunicorn_serves_search_over_http(live_server):
 def test_gunicorn_answers_errors_in_json(live_server):
     response = requests.delete(f"{live_server.base_url}/api/v1/search", timeout=5)
     assert response.status_code == 405 and response.json()["error"]["code"] == "method_not_allowed"
-    # A 10,000-character query gets through gunicorn to the app (its default line limit is 4 KB)
-    long_query = requests.get(
-        f"{live_server.base_url}/api/v1/search", params={"q": "a " * 5000}, timeout=10
+    # A 10,000-character query goes in a POST body: the request line is bounded.
+    long_query = requests.post(
+        f"{live_server.base_url}/api/v1/search", json={"q": "a " * 5000}, timeout=10
     )
     assert long_query.status_code in (200, 400)
     assert "error" not in long_query.json() or long_query.json()["error"]["code"] == "invalid_query"
     too_long = requests.get(f"{live_server.base_url}/api/v1/search?q={'a' * 70_000}", timeout=5)
-    assert too_long.status_code == 413
-    assert too_long.json()["error"]["code"] == "request_entity_too_large"
+    assert too_long.status_code == 414
+    assert too_long.headers["Content-Type"] == "application/json"
+    error = too_long.json()["error"]
+    assert error["code"] == "request_uri_too_long" and "POST /api/v1/search" in error["message"]
+
+
+def port_of(server: LiveServer) -> int:
+    return int(server.base_url.rsplit(":", 1)[1])
+
+
+def assert_json_error(answer: RawAnswer, *statuses: int) -> dict:
+    """gunicorn's answer to a request it cannot take: the JSON error shape, never HTML."""
+    assert answer.status in statuses, (answer.status, answer.body[:300])
+    assert answer.headers["content-type"] == "application/json"
+    error = answer.json()["error"]
+    assert set(error) == {"status", "code", "message", "details"}
+    assert error["status"] == answer.status
+    assert answer.ending in ("closed", "reset")
+    return error
+
+
+def test_a_16_mb_request_line_is_refused_at_the_bound_in_json(live_server):
+    # Unbounded, gunicorn parsed such a line until its worker timed out (a 500 after 30 s).
+    answer = send_raw(port_of(live_server), huge_request_line(), timeout=30)
+    assert assert_json_error(answer, 414)["code"] == "request_uri_too_long"
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GET /api/v1/search?q=a\xffb HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+        (b"GET /api/v1/search?q=a\x00b HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+        (b"POST /api/v1/search HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400),
+        (b"GET /api/v1/stats HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 9000 + b"\r\n\r\n", 431),
+    ],
+    ids=["xff-in-line", "nul-in-line", "negative-content-length", "9-kb-header"],
+)
+def test_requests_gunicorn_cannot_parse_get_json_errors(live_server, request_bytes, status):
+    assert_json_error(send_raw(port_of(live_server), request_bytes), status)
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_chunked_body_over_the_limit_is_a_413(live_server, method):
+    # Without a Content-Length the app measures the body by reading it (GET views never did).
+    request = chunked_post("/api/v1/search", 10 * 1024 * 1024).replace(b"POST", method.encode(), 1)
+    error = assert_json_error(send_raw(port_of(live_server), request, timeout=30), 413)
+    assert error["code"] == "request_entity_too_large"
 
 
 def test_workers_pick_up_an_index_rebuilt_while_running(live_server):

@@ -171,7 +171,6 @@ BAD_PARAMETERS = [
     ({"year_from": "x"}, "year_from"),
     ({"year_from": "999"}, "year_from"),
     ({"year_to": "3000"}, "year_to"),
-    ({"year_from": "2023", "year_to": "2021"}, "year_from"),
     ({"sort": "random"}, "sort"),
     ({"page": "0"}, "page"),
     ({"page": "two"}, "page"),
@@ -386,7 +385,10 @@ def test_the_api_the_web_page_and_the_cli_reach_the_translators_request(
     assert client.get("/", query_string=pairs).status_code == 200
     # The page fixes its page size and fetches more facet values for its sidebar.
     web = replace(expected, per_page=web_params.PER_PAGE, facet_size=web_params.FACET_SIZE)
-    assert captured.pop() == web
+    # First the page's search; with a subject ticked, a second one counts the subject headings
+    # (web/views.py, _subject_counts).
+    assert captured[0] == web
+    captured.clear()
     assert web_params.parse_search_args(MultiDict(pairs)) == web
 
     q = dict(pairs).get("q", "")

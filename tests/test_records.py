@@ -7,8 +7,10 @@ from dataclasses import replace
 import pytest
 
 from searchsvc.records import (
+    MAX_ID_LENGTH,
     Deduplicator,
     Record,
+    id_problem,
     identity_key,
     is_arxiv_id,
     merge,
@@ -41,6 +43,69 @@ PAPER = Record(
 def test_invalid_records_are_refused(fields):
     with pytest.raises(ValueError):
         Record(**fields)
+
+
+@pytest.mark.parametrize(
+    "record_id",
+    [
+        "hep-th/9901001",
+        "math.AG/0601001v2",
+        "doi:10.1000/xyz(123)",
+        "https://example.org/paper?id=1&v=2#top",
+        "title with inner spaces",
+        "Erdős–Rényi 中文 ∑",
+        "i" * MAX_ID_LENGTH,
+    ],
+)
+def test_printable_ids_of_at_most_the_limit_are_valid(record_id):
+    assert id_problem(record_id) is None
+    assert Record(id=record_id, title="T").id == record_id
+
+
+@pytest.mark.parametrize(
+    ("record_id", "reason"),
+    [
+        ("", "must be a non-empty string"),
+        (" \t ", "must be a non-empty string"),
+        (None, "must be a non-empty string"),
+        ("i" * (MAX_ID_LENGTH + 1), "is 513 characters long: at most 512"),
+        ("line\nbreak", "has U+000A (line feed) at character 5"),
+        ("carriage\rreturn", "has U+000D (carriage return) at character 9"),
+        ("nul\x00", "has U+0000 (NUL) at character 4"),
+        ("tab\there", "has U+0009 (tab) at character 4"),
+        ("del\x7f", "has U+007F at character 4"),
+        ("c1\x85", "has U+0085 at character 3"),
+        ("zero\u200bwidth", "has U+200B at character 5"),
+        ("bidi\u202eflip", "has U+202E at character 5"),
+        ("line\u2028separator", "has U+2028 at character 5"),
+        ("no\u00a0break", "has U+00A0 at character 3"),
+        (" leading", "starts or ends with a space"),
+        ("trailing ", "starts or ends with a space"),
+        ("/etc/passwd", "starts with '/': it could not be fetched by URL"),
+    ],
+)
+def test_ids_that_are_empty_too_long_or_not_printable_are_refused_saying_why(record_id, reason):
+    assert reason in id_problem(record_id)
+    with pytest.raises(ValueError, match="record id") as refused:
+        Record(id=record_id, title="T")
+    assert reason in str(refused.value)
+    with pytest.raises(ValueError, match="id"):
+        Record.from_dict({"id": record_id, "title": "T"})
+
+
+def test_a_record_read_back_from_an_index_keeps_an_id_of_an_older_rule():
+    # An index built before the id rule may hold such ids: they stay readable (and deletable).
+    record = Record.from_index({"id": "tab\there", "title": "T", "authors": ["A"]})
+    assert record.id == "tab\there" and record.authors == ("A",)
+    with pytest.raises(ValueError, match="title"):
+        Record.from_index({"id": "x", "title": ""})
+    with pytest.raises(ValueError, match="'id'"):
+        Record.from_index({"title": "T"})
+
+
+def test_a_refused_id_is_quoted_shortened_in_the_reason():
+    problem = id_problem("x" * 100 + "\n")
+    assert problem is not None and "'" + "x" * 40 + "...'" in problem and "\\n" not in problem
 
 
 def test_lists_are_cleaned_deduplicated_and_comma_free():

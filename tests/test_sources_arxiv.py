@@ -163,6 +163,9 @@ def test_invalid_json_line_in_the_middle_is_skipped_with_file_and_line(tmp_path)
         ({"versions": "v1"}, "'versions' must be a list"),
         ({"id": None}, "no 'id'"),
         ({"title": "  "}, "title must be a non-empty string"),
+        ({"id": "2301.00001\r\n2"}, "record id '2301.00001\\r\\n2' has U+000D (carriage return)"),
+        ({"id": "2301.\x0000001"}, "has U+0000 (NUL) at character 6"),
+        ({"id": "2301." + "1" * 600}, "record id is 605 characters long: at most 512"),
     ],
 )
 def test_wrong_types_are_skipped_with_a_reason(tmp_path, change, reason):
@@ -170,6 +173,16 @@ def test_wrong_types_are_skipped_with_a_reason(tmp_path, change, reason):
     records, [skip] = read_arxiv(write_lines(tmp_path / "a.json", lines))
     assert len(records) == 1
     assert skip.line == 1 and reason in skip.reason
+
+
+def test_old_style_ids_with_a_slash_are_read_and_surrounding_spaces_dropped(tmp_path):
+    lines = [json.dumps(dict(RAW_RECORD, id=" hep-th/9901001 "))]
+    [record], skipped = read_arxiv(write_lines(tmp_path / "a.json", lines))
+    assert (record.id, record.url, skipped) == (
+        "hep-th/9901001",
+        "https://arxiv.org/abs/hep-th/9901001",
+        [],
+    )
 
 
 def test_non_object_lines_and_blank_lines(tmp_path):

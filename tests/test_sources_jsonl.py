@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from searchsvc.records import Record
-from searchsvc.sources import Skipped, read_records
+from searchsvc.sources import Skipped, jsonl, read_records
 
 RECORDS = (
     Record(
@@ -58,6 +58,10 @@ def test_exported_records_read_back_equal(tmp_path):
         ({"id": "x1", "title": "T", "authors": [], "colour": "red"}, "unknown record fields"),
         ({"id": "x1", "title": "", "authors": []}, "title must be a non-empty string"),
         ({"id": "x1", "title": "T", "authors": [1]}, "must hold strings"),
+        ({"id": "x\n1", "title": "T"}, "record id 'x\\n1' has U+000A (line feed) at character 2"),
+        ({"id": "x\r", "title": "T"}, "has U+000D (carriage return)"),
+        ({"id": "x" * 513, "title": "T"}, "record id is 513 characters long: at most 512"),
+        ({"id": "x1 ", "title": "T"}, "record id 'x1 ' starts or ends with a space"),
     ],
 )
 def test_records_of_the_wrong_shape_are_skipped_and_the_rest_read(tmp_path, data, reason):
@@ -86,3 +90,16 @@ def test_deeply_nested_json_is_skipped_not_a_crash(tmp_path):
     path = export(tmp_path / "e.jsonl", [dump(RECORDS[0]), "[" * 100_000 + "]" * 100_000])
     records, [skip] = read_jsonl(path)
     assert len(records) == 1 and skip.line == 2
+
+
+def test_ids_are_checked_alike_by_the_worker_processes_of_a_large_file(tmp_path, monkeypatch):
+    lines = [dump(RECORDS[0]), json.dumps({"id": "a\nb", "title": "T"}), dump(RECORDS[1])] * 300
+    path = export(tmp_path / "e.jsonl", lines)
+    monkeypatch.setattr(jsonl, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(jsonl, "_BATCH_LINES", 97)
+    records, skipped = read_jsonl(path)
+    assert len(records) == 600
+    assert [s.line for s in skipped] == list(range(2, 900, 3))
+    assert {s.reason for s in skipped} == {
+        "record id 'a\\nb' has U+000A (line feed) at character 2: ids must be printable"
+    }

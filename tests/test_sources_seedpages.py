@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from searchsvc.records import Deduplicator, Record, title_record_id
+from searchsvc.records import Deduplicator, Record, id_problem, title_record_id
 from searchsvc.sources import Skipped, read_records, render_seed_page
 from tests.support import examples
 
@@ -208,3 +208,16 @@ def test_undecodable_line_inside_a_record_skips_that_record(tmp_path):
     records, skipped = read_seed(path)
     assert [r.title for r in records] == ["Fine"]
     assert [(s.line, s.reason[:19]) for s in skipped] == [(9, "not valid UTF-8 tex")]
+
+
+@settings(max_examples=examples(200))
+@given(source=st.text(), title=st.text(), year=st.none() | st.integers(1000, 2999))
+def test_the_ids_derived_for_seed_records_always_keep_the_id_rule(source, title, year):
+    # Seed pages carry no id: theirs is derived, and must never be one the rule refuses.
+    assert id_problem(title_record_id(source, title, year)) is None
+
+
+def test_a_title_with_control_characters_still_gives_a_valid_id(tmp_path):
+    text = PAGE_HEADER + "arXiv2023\n\nZero\u200bwidth \x0bvertical\x7f title\n\ncs.DC↗\n"
+    [record], skipped = read_seed(write(tmp_path, text))
+    assert skipped == [] and id_problem(record.id) is None

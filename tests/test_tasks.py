@@ -325,3 +325,14 @@ def test_processes_opening_a_new_queue_at_once_all_get_their_task_in(tmp_path):
             process.join()
         assert [p.exitcode for p in processes] == [0] * 6
         assert TaskQueue(path).counts()["enqueued"] == 6
+
+
+def test_an_unusable_queue_names_its_file_on_the_command_line_only(tmp_path):
+    # A 503 of the write API carries the message: no server path in it (issue 19).
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(TaskQueueUnavailable) as refused:
+        TaskQueue(blocker / "queue.sqlite3").enqueue_upserts([])
+    assert str(tmp_path) not in refused.value.message
+    assert refused.value.message.startswith("the task queue is unavailable: ")
+    assert str(blocker) in refused.value.local_message

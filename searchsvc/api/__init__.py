@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask
 
 from searchsvc import __version__
-from searchsvc.api import auth, docs, errors, http, metrics, ops, views, writes
+from searchsvc.api import auth, docs, errors, http, metrics, ops, spec_plugins, views, writes
 
 API_PREFIX = "/api/v1"
 DESCRIPTION = (
@@ -24,7 +24,7 @@ def init_app(app: Flask) -> None:
     app.config.setdefault("API_SPEC_OPTIONS", {"info": {"description": DESCRIPTION}})
     metrics.init_app(app)
     http.init_app(app)
-    api = errors.SearchApi(app)
+    api = errors.SearchApi(app, spec_kwargs={"extra_plugins": [spec_plugins.EveryOperation()]})
     app.extensions["searchsvc.api"] = api
     errors.init_app(app)
     auth.init_app(app, api)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from searchsvc.params import SearchParams, page_field, query_text_field
+from searchsvc.params import SearchBody, SearchParams, page_field, query_text_field
 from searchsvc.query import MAX_FACET_SIZE, MAX_PER_PAGE
 from searchsvc.service import DEFAULT_AUTHOR_PER_PAGE, DEFAULT_LIMIT
 
@@ -24,6 +24,8 @@ def _limit(maximum: int, description: str) -> fields.Integer:
 # The parameters of /api/v1/search are the one translator's (params.py), shared with the web
 # page and the CLI.
 SearchArgsSchema = SearchParams
+# POST /api/v1/search takes them as a JSON object.
+SearchBodySchema = SearchBody
 
 # /api/v1/search.atom takes the search's parameters, less those a feed has no use for (facet
 # counts, highlights: ignored like any unknown parameter), and lists the newest records first:
@@ -57,7 +59,10 @@ class SuggestArgsSchema(Schema):
 class FacetArgsSchema(Schema):
     """Query parameters of /api/v1/facets/<facet>."""
 
-    q = query_text_field("Only values with a word starting with this prefix (any case).")
+    q = query_text_field(
+        "Only values with a word starting with this prefix (any case); subjects also by a word "
+        "of their name or an alias: distributed finds cs.DC, math.IT finds cs.IT."
+    )
     limit = _limit(MAX_FACET_SIZE, "Number of values.")
 
 

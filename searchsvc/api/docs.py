@@ -14,19 +14,28 @@ from typing import Any
 from flask import Flask, Response, current_app
 from markupsafe import Markup, escape
 
-SKIP_EMPTY = "for (const input of this.elements) if (!input.value) input.disabled = true"
+# The page's style and script are files of their own: the pages' security policy (security.py)
+# runs no inline script or style.
+STYLE = """body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}
+h2{margin-top:2.5rem;border-bottom:1px solid #ccc} code{background:#f3f3f3;padding:0 .2em}
+table{border-collapse:collapse;width:100%;margin:.5rem 0} td,th{border:1px solid #ddd;
+padding:.25rem .5rem;text-align:left;vertical-align:top} th{background:#f7f7f7}
+.op{margin:1.5rem 0;padding:.5rem 1rem;border-left:4px solid #3a6ea5;background:#fafcff}
+.method{font-weight:bold;color:#3a6ea5} form input{margin:.1rem .3rem .1rem 0}
+"""
+# Empty fields are left out, so that they take their defaults.
+SCRIPT = """for (const form of document.querySelectorAll("form.try")) {
+  form.addEventListener("submit", () => {
+    for (const input of form.elements) if (!input.value) input.disabled = true;
+  });
+}
+"""
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title} API</title>
-<style>
-body{{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}
-h2{{margin-top:2.5rem;border-bottom:1px solid #ccc}} code{{background:#f3f3f3;padding:0 .2em}}
-table{{border-collapse:collapse;width:100%;margin:.5rem 0}} td,th{{border:1px solid #ddd;
-padding:.25rem .5rem;text-align:left;vertical-align:top}} th{{background:#f7f7f7}}
-.op{{margin:1.5rem 0;padding:.5rem 1rem;border-left:4px solid #3a6ea5;background:#fafcff}}
-.method{{font-weight:bold;color:#3a6ea5}} form input{{margin:.1rem .3rem .1rem 0}}
-</style></head><body>
+<link rel="stylesheet" href="docs.css">
+<script src="docs.js" defer></script></head><body>
 <h1>{title} API <small>{version}</small></h1>
 <p>{description} The machine-readable document: <a href="openapi.json">openapi.json</a>
 (OpenAPI {openapi}). Every error answers
@@ -96,15 +105,14 @@ def _operation(path: str, method: str, operation: dict[str, Any], responses: dic
         rows.append([status, response.get("description", ""), _response_schema(response)])
     html.append("<table><tr><th>status</th><th>meaning</th><th>body</th></tr>")
     html.append(_rows(rows) + "</table>")
-    if "{" not in path:
+    if method == "get" and "{" not in path:
         inputs = "".join(
             f'<input name="{escape(p["name"])}" placeholder="{escape(p["name"])}">'
             for p in parameters
             if p["in"] == "query"
         )
         html.append(
-            # Empty fields are left out, so that they take their defaults.
-            f'<form method="get" action="{escape(path)}" onsubmit="{SKIP_EMPTY}">{Markup(inputs)}'
+            f'<form class="try" method="get" action="{escape(path)}">{Markup(inputs)}'
             '<button type="submit">Send</button></form>'
         )
     html.append("</div>")
@@ -167,5 +175,15 @@ def docs_page() -> Response:
     return Response(render(spec), mimetype="text/html")
 
 
+def docs_style() -> Response:
+    return Response(STYLE, mimetype="text/css")
+
+
+def docs_script() -> Response:
+    return Response(SCRIPT, mimetype="text/javascript")
+
+
 def init_app(app: Flask) -> None:
     app.add_url_rule("/api/v1/docs", "api_docs", docs_page)
+    app.add_url_rule("/api/v1/docs.css", "api_docs_style", docs_style)
+    app.add_url_rule("/api/v1/docs.js", "api_docs_script", docs_script)

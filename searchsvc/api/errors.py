@@ -144,8 +144,12 @@ class SearchApi(Api):
 
 def _flatten_locations(messages: dict[str, Any]) -> dict[str, Any]:
     flat: dict[str, Any] = {}
-    for per_location in messages.values():
-        flat.update(per_location)
+    for location, per_location in messages.items():
+        if isinstance(per_location, dict):
+            flat.update(per_location)
+        else:
+            # A message about the whole location (webargs: a JSON body that does not parse).
+            flat[f"_{location}"] = per_location
     return flat or {"_schema": ["invalid request"]}
 
 

@@ -27,7 +27,7 @@ COMPRESSIBLE = frozenset(
 )
 # Endpoints of the write API (api/writes.py), which take records in their bodies.
 WRITE_ENDPOINTS = "writes."
-CORS_METHODS = "GET, HEAD, OPTIONS"
+CORS_METHODS = "GET, HEAD, POST, OPTIONS"  # POST: the search with a JSON body
 CORS_HEADERS = "Accept, Accept-Language, Content-Language, Content-Type, If-None-Match"
 CORS_MAX_AGE = 3600
 
@@ -43,6 +43,13 @@ def refuse_oversized_requests() -> None:
     # GET views never read the body, so Flask alone would not notice an oversized one.
     if request.content_length and request.content_length > limit:
         raise RequestEntityTooLarge(f"request body over {limit} bytes")
+    if request.content_length is None and not writing and "Transfer-Encoding" in request.headers:
+        # A chunked body tells its size only by ending. Werkzeug stops reading it at the limit
+        # without a word: read that much now (kept for the view), then look for one byte more
+        # in the server's stream. Writes read and limit theirs as they go.
+        body = request.get_data(cache=True)
+        if len(body) >= limit and request.environ["wsgi.input"].read(1):
+            raise RequestEntityTooLarge(f"request body over {limit} bytes")
     if len(request.query_string) > config["MAX_QUERY_STRING_LENGTH"]:
         raise RequestEntityTooLarge(f"query string over {config['MAX_QUERY_STRING_LENGTH']} bytes")
 

@@ -7,6 +7,7 @@ sets it) every worker writes its samples there and /metrics merges them all.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -53,7 +54,21 @@ TASKS = Gauge(
     ["status"],
     multiprocess_mode="mostrecent",
 )
+INDEX_UP = Gauge(
+    "searchsvc_index_up",
+    "1 when an index answers reads (the live one, or the previous one when the live one is "
+    "damaged); 0 when none can.",
+    multiprocess_mode="mostrecent",
+)
+INDEX_FALLBACK = Gauge(
+    "searchsvc_index_fallback",
+    "1 when reads are answered from the previous index because the live one failed "
+    "verification (`searchsvc check` says why).",
+    multiprocess_mode="mostrecent",
+)
 UNMATCHED = "<unmatched>"
+
+log = logging.getLogger(__name__)
 
 
 def start_timer() -> None:
@@ -87,16 +102,27 @@ def registry() -> CollectorRegistry:
 def metrics_response() -> Response:
     """The Prometheus text exposition of every metric."""
     try:
-        stats = get_service().stats()
-    except SearchsvcError:
-        pass  # the index is not there (yet): the request metrics are still worth exposing
+        service = get_service()
+        stats = service.stats()
+        warning = service.backend.warning()
+    except Exception as exc:
+        # The index is not there (yet), or cannot be read: the other metrics are still worth
+        # exposing, and monitoring must see this answer more than any other.
+        if not isinstance(exc, SearchsvcError):
+            log.exception("index metrics unavailable")
+        INDEX_UP.set(0)
+        INDEX_FALLBACK.set(0)
     else:
+        INDEX_UP.set(1)
+        INDEX_FALLBACK.set(1 if warning else 0)
         INDEX_SIZE.set(stats.size_bytes)
         INDEX_DOCUMENTS.set(stats.documents)
     try:
         counts = get_queue().counts()
-    except SearchsvcError:
-        pass  # writes are off, or the queue cannot be read: its own errors say why
+    except Exception as exc:
+        # Writes are off, or the queue cannot be read: its own errors say why.
+        if not isinstance(exc, SearchsvcError):
+            log.exception("task queue metrics unavailable")
     else:
         for status, count in counts.items():
             TASKS.labels(status).set(count)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 from flask import Response, jsonify
 from flask_smorest import Blueprint
 
 from searchsvc.api import schemas
 from searchsvc.api.metrics import metrics_response
+from searchsvc.errors import IndexUnavailable, SearchsvcError
 from searchsvc.extension import get_service
 from searchsvc.query import SearchRequest
+
+log = logging.getLogger(__name__)
 
 blp = Blueprint("ops", __name__, description="Liveness, readiness and metrics.")
 
@@ -27,10 +32,24 @@ def healthz() -> Response:
 @blp.response(200, schemas.ReadinessSchema)
 @blp.alt_response(503, response="SERVICE_UNAVAILABLE")
 def readyz() -> Response:
-    """Readiness: the index is open and answers a search (503 while it is not)."""
+    """Readiness: the index is open and answers a search (503 while it is not, saying why).
+
+    When the live index is damaged and the previous one answers instead, `status` is
+    `degraded` and `warning` says why."""
     service = get_service()
-    result = service.search_request(READINESS_PROBE)
-    return jsonify({"status": "ready", "documents": result.total, "version": service.version()})
+    try:
+        result = service.search_request(READINESS_PROBE)
+        warning = service.backend.warning()
+        body = {"status": "ready", "documents": result.total, "version": service.version()}
+    except SearchsvcError:
+        raise
+    except Exception as exc:
+        # Not ready, whatever the engine raised: a probe's failure is a 503, never a 500.
+        log.exception("readiness probe failed")
+        raise IndexUnavailable(f"the index cannot answer a search ({type(exc).__name__})") from exc
+    if warning:
+        body.update(status="degraded", warning=warning)
+    return jsonify(body)
 
 
 @blp.route("/metrics")

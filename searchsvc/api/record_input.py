@@ -14,11 +14,10 @@ import orjson
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from searchsvc.errors import InvalidRequest, PayloadTooLarge
-from searchsvc.records import MAX_YEAR, MIN_YEAR, Record
+from searchsvc.records import MAX_ID_LENGTH, MAX_YEAR, MIN_YEAR, Record, id_problem
 
 # Per-record limits: generous for real publications (collaboration papers list thousands of
 # authors), small enough that one request cannot make a record the index chokes on.
-MAX_ID_LENGTH = 512
 MAX_TITLE_LENGTH = 2_000
 MAX_ABSTRACT_LENGTH = 100_000
 MAX_AUTHORS = 5_000
@@ -31,12 +30,11 @@ MAX_ERRORS_REPORTED = 100
 NDJSON = "application/x-ndjson"
 
 
-def _no_control_characters(value: str) -> None:
-    # An id with CR, LF or NUL could be indexed but never fetched by URL.
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ValidationError("must not contain control characters")
-    if value != value.strip():
-        raise ValidationError("must not start or end with spaces")
+def _valid_id(value: str) -> None:
+    # The domain's one id rule (records.py), so that the 400 names the field.
+    problem = id_problem(value)
+    if problem:
+        raise ValidationError(problem)
 
 
 def _text(maximum: int, **kwargs: Any) -> fields.String:
@@ -64,8 +62,17 @@ class RecordInputSchema(Schema):
 
     id = fields.String(
         required=True,
-        validate=[validate.Length(min=1, max=MAX_ID_LENGTH), _no_control_characters],
-        metadata={"description": "The record's identity: a write with this id replaces it."},
+        validate=_valid_id,
+        # What the OpenAPI document can say of the rule (the validator says it all).
+        metadata={
+            "minLength": 1,
+            "maxLength": MAX_ID_LENGTH,
+            "description": (
+                "The record's identity: a write with this id replaces it. At most "
+                f"{MAX_ID_LENGTH} printable characters (no control characters such as CR or "
+                "LF), not starting or ending with a space."
+            ),
+        },
     )
     title = fields.String(required=True, validate=validate.Length(min=1, max=MAX_TITLE_LENGTH))
     abstract = _text(MAX_ABSTRACT_LENGTH, load_default="", allow_none=True)
@@ -87,6 +94,8 @@ class DeleteInputSchema(Schema):
     class Meta:
         unknown = RAISE
 
+    # Only bounded, not held to the id rule: an id indexed before the rule (one with a line
+    # break) can still be deleted.
     ids = fields.List(
         fields.String(validate=[validate.Length(min=1, max=MAX_ID_LENGTH)]),
         required=True,

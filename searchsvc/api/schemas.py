@@ -148,7 +148,6 @@ class StatsSchema(Schema):
         required=True, allow_none=True, metadata={"description": "ISO 8601 build time."}
     )
     version = fields.String(required=True)
-    index_dir = fields.String(required=True)
     size_bytes = fields.Integer(required=True)
 
 
@@ -157,9 +156,18 @@ class HealthSchema(Schema):
 
 
 class ReadinessSchema(Schema):
-    status = fields.String(required=True)
+    status = fields.String(
+        required=True,
+        metadata={"description": "ready; degraded when the previous index answers (see warning)"},
+    )
     documents = fields.Integer(required=True)
     version = fields.String(required=True)
+    warning = fields.String(
+        metadata={
+            "description": "Only when degraded: the live index failed verification and the "
+            "previous one answers reads."
+        }
+    )
 
 
 class ErrorBodySchema(Schema):

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any
+from http import HTTPStatus
+from typing import Any, NoReturn
 
 from flask import Request, Response, g, jsonify
 from flask_smorest import Blueprint
 from marshmallow import Schema
 from webargs.flaskparser import FlaskParser
+from werkzeug.exceptions import UnsupportedMediaType
 
 from searchsvc.api import arguments, atom, auth, http, schemas
+from searchsvc.errors import InvalidRequest
 from searchsvc.extension import get_service
 from searchsvc.facets import FACET_NAMES
 from searchsvc.query import SearchRequest
@@ -37,6 +40,17 @@ class QueryParser(FlaskParser):
         """
         proxy = self._makeproxy(req.args, schema)
         return {key: proxy[key] for key in req.args}
+
+    def load_json(self, req: Request, schema: Schema) -> Any:
+        # webargs reads a body of another type as no parameters at all: a search of every
+        # record, where the client meant something else.
+        if not req.is_json:
+            raise UnsupportedMediaType("send the search as a JSON object (application/json)")
+        return super().load_json(req, schema)
+
+    def _handle_invalid_json_error(self, error: Exception, req: Request, *_: Any) -> NoReturn:
+        # webargs' own error carries its messages in a shape the API's handler does not read.
+        raise InvalidRequest(f"the body is not valid JSON: {error}", parameter="body")
 
 
 class ApiBlueprint(Blueprint):
@@ -63,7 +77,7 @@ FACET_PARAMETER = {
     "required": True,
     "schema": {"type": "string", "enum": list(FACET_NAMES)},
 }
-ERRORS = {404: "NOT_FOUND", 503: "SERVICE_UNAVAILABLE"}
+ERRORS = {status: HTTPStatus(status).name for status in (404, 413, 415, 503)}
 
 
 def _responses(*statuses: int):
@@ -83,7 +97,34 @@ def _responses(*statuses: int):
 @blp.response(200, schemas.SearchResultSchema)
 @_responses(503)
 def search(request: SearchRequest) -> Response:
-    """Search records: ranked hits, exact total, facet counts, highlights."""
+    """Search records: ranked hits, exact total, facet counts, highlights.
+
+    A query string longer than about 8 KB is refused before it reaches the service (414):
+    send a long query as POST /api/v1/search.
+    """
+    return _search(request)
+
+
+@blp.route("/search", methods=["POST"], endpoint="search_body")
+@blp.arguments(
+    arguments.SearchBodySchema(),
+    location="json",
+    description="The parameters of GET /api/v1/search as a JSON object.",
+)
+@blp.response(200, schemas.SearchResultSchema)
+@_responses(413, 415, 503)
+def search_body(request: SearchRequest) -> Response:
+    """Search with the parameters in a JSON body, for a query too long for a URL.
+
+    The body is an object of the parameters of GET /api/v1/search, with the facet filters,
+    `facets` and `fields` as lists: `{"q": "...", "author": ["A", "B"], "facets": []}`. `q`
+    takes up to 10,000 characters, the body up to 64 KiB; an unknown name is a 400. The
+    answer is that of GET, never cached (no ETag).
+    """
+    return _search(request)
+
+
+def _search(request: SearchRequest) -> Response:
     started = time.perf_counter()
     result = get_service().search_request(request)
     # Reported in the Server-Timing header: engine time apart from the HTTP layer's own.

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from searchsvc.errors import InvalidRequest
+from searchsvc.errors import InvalidRequest, SearchsvcError
 from searchsvc.query import (
     AuthorView,
     FacetValue,
@@ -54,6 +54,32 @@ class WriteResult:
     deleted: int = 0  # ids that were indexed and are gone
     version: str = ""
     writer: str = ""  # how the engine wrote it (e.g. "2 writer processes"), for reports
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """One thing wrong with a part of an index, as `check` finds it."""
+
+    file: str  # the file (or part) concerned, relative to the part; "" for the part as a whole
+    kind: str  # missing, truncated, size, checksum, version, unreadable, unavailable
+    detail: str  # what is wrong, in words (never a filesystem path)
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.detail}" if self.file else self.detail
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedPart:
+    """A part of an index (a generation, a collection) and what checking it found."""
+
+    name: str
+    role: str  # "live": what the location names; "previous": kept to fall back on
+    damage: tuple[Damage, ...] = ()
+    notes: tuple[str, ...] = ()  # what was checked, and what could not be
+
+    @property
+    def ok(self) -> bool:
+        return not self.damage
 
 
 class SearchBackend(abc.ABC):
@@ -101,6 +127,24 @@ class SearchBackend(abc.ABC):
     @abc.abstractmethod
     def records(self) -> Iterator[Record]:
         """Every record in the index (for export)."""
+
+    def warning(self) -> str | None:
+        """Why reads are answered from something other than the live index (a damaged live
+        index, an earlier one served instead), in words without paths; None when all is well.
+        Raises IndexUnavailable when nothing can be served."""
+        return None
+
+    def check(self) -> tuple[CheckedPart, ...]:
+        """Verify the index (`searchsvc check`). An engine that keeps nothing searchsvc can
+        verify is checked by asking it: does it answer a search."""
+        probe = SearchRequest(per_page=1, facets=(), highlight=False)
+        notes = ("this engine's files are its own: checked only that it answers a search",)
+        try:
+            total = self.search(probe).total
+        except SearchsvcError as exc:
+            damage = (Damage("", "unavailable", exc.message),)
+            return (CheckedPart(self.location, "live", damage, notes),)
+        return (CheckedPart(self.location, "live", (), (f"answers: {total:,} records", *notes)),)
 
     # -- write side --------------------------------------------------------------------------
     @abc.abstractmethod

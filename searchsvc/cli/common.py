@@ -51,7 +51,7 @@ def reports_errors(command: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return command(*args, **kwargs)
         except SearchsvcError as exc:
-            click.echo(f"error: {exc.message}", err=True)
+            click.echo(f"error: {exc.local_message or exc.message}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)

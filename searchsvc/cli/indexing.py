@@ -126,11 +126,14 @@ def skipped_lines(summary: BuildSummary) -> list[str]:
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)
 @reports_errors
 def stats(index: str, as_json: bool, top: int) -> None:
-    """Document count, the most frequent authors, years and categories, and build time."""
+    """Document count, the most frequent authors, years, categories and subjects (named), and
+    build time."""
     with SearchService.open(index) as service:
         figures = service.stats(top=top)
     if as_json:
-        click.echo(json.dumps(figures.to_dict(), indent=2, ensure_ascii=False))
+        # The location too, which the API's form leaves out: here it is the user's own.
+        data = {**figures.to_dict(), "index_dir": figures.index_dir}
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         click.echo("\n".join(stats_lines(figures)))
 

@@ -13,7 +13,7 @@ import click
 from searchsvc.cli.common import index_option, reports_errors
 from searchsvc.errors import InvalidRequest
 from searchsvc.facets import FACETS
-from searchsvc.params import search_request_from
+from searchsvc.params import check_year_order, search_request_from
 from searchsvc.query import DEFAULT_PER_PAGE, SORTS, FacetValue, SearchResult
 from searchsvc.service import SearchService
 
@@ -88,7 +88,7 @@ def search(
         "crosslists": "include" if crosslists else "exclude",
     }
     try:
-        request = search_request_from(params)
+        request = check_year_order(search_request_from(params))
     except InvalidRequest as exc:
         raise _for_the_command_line(exc) from exc
     with SearchService.open(index) as service:

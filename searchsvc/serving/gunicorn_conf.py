@@ -5,6 +5,9 @@
 Environment: SEARCHSVC_WORKERS (default: the CPUs this process may use), SEARCHSVC_THREADS
 (default 1), SEARCHSVC_TIMEOUT (seconds, default 30), SEARCHSVC_ACCESS_LOG (default "-",
 stdout; empty to turn it off), PROMETHEUS_MULTIPROC_DIR (default: a fresh temporary directory).
+`searchsvc serve` runs gunicorn with this config behind nginx (searchsvc/serving/front.py); run
+alone, as above, it is for development and tests: nothing shields its sync workers from slow
+clients then (README, "Serving in production").
 Each worker opens the index itself on its first request and follows rebuilds on its own; each
 runs a candidate writer thread of the task queue, of which one at a time applies the writes.
 """
@@ -16,6 +19,8 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+
+from searchsvc.serving import limits
 
 
 def _int_from_env(name: str, default: int) -> int:
@@ -47,13 +52,19 @@ timeout = _int_from_env("SEARCHSVC_TIMEOUT", 30)
 graceful_timeout = 30
 keepalive = 5
 backlog = 2048
-# The app answers over-long query strings with its own JSON 413; gunicorn's default limit
-# (4094 bytes) would cut a 10,000-character query short with a plain-text 400.
-limit_request_line = 0
+# Bounded, as nginx bounds them in front (limits.py): with no bound, parsing a request line of
+# megabytes holds a worker for seconds to the timeout. A query too long for a URL goes in the
+# body of POST /api/v1/search; a longer line is a JSON 414 (worker.py).
+limit_request_line = limits.MAX_REQUEST_LINE
+limit_request_field_size = limits.MAX_HEADER_LINE
+limit_request_fields = limits.MAX_HEADER_FIELDS
 accesslog = os.environ.get("SEARCHSVC_ACCESS_LOG", "-") or None
 errorlog = "-"
-# %(L)s: request time in seconds, for reading latency straight off the log.
-access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(L)ss "%(a)s"'
+# %(L)s: request time in seconds, for reading latency straight off the log. Behind
+# `searchsvc serve` (which sets SEARCHSVC_BEHIND_FRONT=1) gunicorn hears nginx on a unix socket,
+# and the client's address is the X-Real-IP header nginx sets.
+_client = "%({x-real-ip}i)s" if os.environ.get("SEARCHSVC_BEHIND_FRONT") == "1" else "%(h)s"
+access_log_format = _client + ' "%(r)s" %(s)s %(b)s %(L)ss "%(a)s"'
 # No `gunicornc` control socket: its default path is shared by every gunicorn of the user.
 control_socket_disable = True
 # The worker heartbeat file on tmpfs when there is one (Docker's /tmp may be an overlay disk).
@@ -107,6 +118,10 @@ def post_worker_init(worker) -> None:
             get_service().warm_up()
     except SearchsvcError as exc:
         worker.log.warning("index not warmed up: %s", exc.message)
+    except Exception:  # a worker must boot whatever the index holds
+        # An index the service cannot read through (one from before manifests, damaged in a
+        # way only a search meets) must not stop the worker: requests answer for themselves.
+        worker.log.exception("index not warmed up")
 
 
 def child_exit(server, worker) -> None:

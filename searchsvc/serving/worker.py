@@ -10,13 +10,41 @@ whole request and starts with cold CPU caches, which slows one client's searches
 This worker holds the line back until it has accepted its next connection, or until it has had
 none for a second, and writes it then. Lines keep their order and their content, except that a
 line's `%(t)s` is the time it is written; `%(L)s`, the request's duration, is its own.
+
+It also answers requests gunicorn cannot parse (a request line or header over the limits,
+bytes no HTTP allows, a malformed Content-Length) in the service's JSON error shape, where
+gunicorn writes an HTML page of its own.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from gunicorn import util
+from gunicorn.http import errors as http_errors
+from gunicorn.http.wsgi import Response, default_environ
 from gunicorn.workers.sync import SyncWorker
+
+from searchsvc.serving.errors import error_response, status_line
+from searchsvc.serving.limits import LONG_QUERY_HINT
+
+# The status of each parse error that is not a plain 400 (gunicorn's own choices), most specific
+# first; a header the app tried to send is the app's fault, a 500.
+PARSE_ERROR_STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (http_errors.InvalidResponseHeader, 500),
+    (http_errors.InvalidResponseHeaderName, 500),
+    (http_errors.ConfigurationProblem, 500),
+    (http_errors.LimitRequestLine, 414),
+    (http_errors.LimitRequestHeaders, 431),
+    (http_errors.ExpectationFailed, 417),
+    (http_errors.UnsupportedTransferCoding, 501),
+    (http_errors.ForbiddenProxyRequest, 403),
+    (http_errors.ParseException, 400),
+)
+
+# Errors that carry the request read so far (another error's `req` may be a string).
+HEADER_ERRORS = (http_errors.InvalidHeader, http_errors.InvalidHeaderName)
 
 # Access lines held back: at most this many, for at most about this many seconds.
 MAX_DEFERRED_LINES = 64
@@ -47,6 +75,41 @@ class DeferredLogSyncWorker(SyncWorker):
         # Accepted: the previous request's line goes out now, before this request is read.
         self.log.write_deferred()
         super().handle(listener, client, addr)
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        """gunicorn's answer to a request it could not parse or serve, in the JSON shape."""
+        started = datetime.now()
+        addr = addr or ("", -1)  # a unix socket
+        status = status_of_error(exc)
+        if status == 500:
+            self.log.exception("Error handling request %s", getattr(req, "uri", "(no URI read)"))
+            message = "internal server error"
+        else:
+            self.log.warning("Invalid request from ip=%s: %s", addr[0], exc)
+            message = str(exc)
+            if status == 414:
+                message = f"{message}: {LONG_QUERY_HINT}"
+            if not req and isinstance(exc, HEADER_ERRORS):
+                req = getattr(exc, "req", None)  # the request read so far, for the access line
+        answer = error_response(status, message)
+        if req is not None:
+            # The access line gunicorn writes for a refused request.
+            environ = default_environ(req, client, self.cfg)
+            environ["REMOTE_ADDR"] = addr[0]
+            environ["REMOTE_PORT"] = str(addr[1])
+            response = Response(req, client, self.cfg)
+            response.status = status_line(status)
+            response.response_length = len(answer)
+            self.log.access(response, req, environ, datetime.now() - started)
+        try:
+            util.write_nonblock(client, answer)
+        except Exception:
+            self.log.debug("Failed to send error message.")
+
+
+def status_of_error(exc: BaseException) -> int:
+    """The HTTP status of an exception gunicorn met reading or answering a request."""
+    return next((s for kind, s in PARSE_ERROR_STATUS if isinstance(exc, kind)), 500)
 
 
 class _DeferredAccessLog:

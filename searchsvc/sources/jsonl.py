@@ -17,6 +17,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from searchsvc.child_processes import die_with_parent
 from searchsvc.records import Record
 from searchsvc.sources.files import SkipHandler, Skipped, numbered_lines
 
@@ -103,7 +104,13 @@ def _convert_in_parallel(
 def _parallel(lines, to_record: ToRecord, workers: int) -> Iterator[_Converted]:
     # Forked workers start at once with the parent's modules (pylatexenc's tables) loaded.
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    # Workers killed with the build: a killed build would otherwise leave them waiting forever.
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=die_with_parent,
+        initargs=(os.getpid(),),
+    ) as pool:
         pending: deque[Future[list[_Converted]]] = deque()
         try:
             while True:

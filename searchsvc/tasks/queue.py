@@ -455,5 +455,8 @@ def _flock(path: Path, wait: bool) -> Iterator[bool]:
 
 
 def _unavailable(path: Path, exc: BaseException) -> TaskQueueUnavailable:
-    reason = str(exc) or type(exc).__name__
-    return TaskQueueUnavailable(f"the task queue is unavailable: {reason}")
+    # An OSError's text names the file: fine on the command line, not in an HTTP answer.
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    error = TaskQueueUnavailable(f"the task queue is unavailable: {reason}")
+    error.local_message = f"the task queue at {path} is unavailable: {str(exc) or reason}"
+    return error

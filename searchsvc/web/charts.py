@@ -9,6 +9,7 @@ from searchsvc.query import FacetValue
 
 # A continuous axis is clearer (gaps show as gaps) until it gets too long to read.
 MAX_CONTINUOUS_YEARS = 40
+HEIGHT_STEP = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +18,12 @@ class Bar:
     count: int
     percent: float  # height relative to the tallest bar, 0-100
     selected: bool = False
+
+    @property
+    def height_step(self) -> int:
+        """The height in steps of 5% (style.css has a class per step: the pages' security
+        policy allows no inline style)."""
+        return int(round(self.percent / HEIGHT_STEP) * HEIGHT_STEP)
 
 
 def year_bars(values: Iterable[FacetValue]) -> list[Bar]:

@@ -14,14 +14,14 @@ from urllib.parse import urlencode
 from werkzeug.datastructures import MultiDict
 
 from searchsvc.errors import InvalidRequest
-from searchsvc.params import query_params, search_request_from
+from searchsvc.params import check_year_order, query_params, search_request_from
 from searchsvc.query import MAX_FACET_SIZE, MAX_PAGE, MAX_QUERY_LENGTH, SORTS, SearchRequest
 from searchsvc.records import MAX_YEAR, MIN_YEAR
 
 PER_PAGE = 10
 _INTEGER = re.compile(r"-?[0-9]{1,9}")
 # Facet counts fetched per search: as many as allowed, so that each subject of the sidebar lists
-# its categories (the flat facets, year and author, show fewer: views.FLAT_FACET_SIZE).
+# its categories (the flat facets, year and author, show fewer: sidebar.FLAT_FACET_SIZE).
 FACET_SIZE = MAX_FACET_SIZE
 YEAR_PARAMETERS = ("year", "year_from", "year_to")
 
@@ -33,11 +33,12 @@ def parse_search_args(args: MultiDict[str, str]) -> SearchRequest:
     errors for someone who followed a link rather than wrote an API call.
     """
     try:
-        return search_request_from(
+        request = search_request_from(
             args,
             overrides={"per_page": PER_PAGE, "facet_size": FACET_SIZE},
             blank_is_absent=True,
         )
+        return check_year_order(request)
     except InvalidRequest as exc:
         raise _for_people(exc, args) from exc
 

@@ -11,7 +11,7 @@ import pytest
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.queries.expansion import MAX_EXPANSION, most_frequent
 from searchsvc.backends.whoosh.search.execute import compile_for
-from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.backends.whoosh.store import IndexDirectory, version_token
 from searchsvc.errors import IndexUnavailable
 from searchsvc.query import SearchRequest
 from tests.support import FIXTURE_RECORDS, build_index
@@ -97,7 +97,10 @@ def test_a_rebuild_and_an_update_by_another_backend_become_visible_within_a_seco
 def test_stats_report_the_index_directory_and_its_live_generation(fixture_index, backend):
     stats = backend.stats()
     directory = IndexDirectory(fixture_index)
-    assert stats.version.startswith(directory.live_name())
+    # The live generation's, digested: its name (with the builder's PID) stays on the server.
+    live = directory.live_name()
+    assert stats.version == version_token(live, int(stats.version.rsplit("-", 1)[1]))
+    assert live not in stats.version
     assert stats.index_dir == str(directory.root)
     assert stats.size_bytes > 0
     assert backend.location == f"whoosh://{directory.root}"

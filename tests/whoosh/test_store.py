@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import pickle
+from dataclasses import replace
 
 import pytest
 
@@ -150,3 +152,143 @@ def test_a_failed_update_leaves_no_segment_files_in_the_live_generation(tmp_path
             backend.write(upserts=[FIXTURE_RECORDS[1], broken])
         assert sorted(path.name for path in live.iterdir()) == files
         assert len(list(backend.records())) == len(FIXTURE_RECORDS)
+
+
+# -- manifests and verification (issue 19) ---------------------------------------------------
+def _truncate_largest_segment(generation) -> str:
+    segment = max(generation.glob("MAIN_*.seg"), key=lambda path: path.stat().st_size)
+    with open(segment, "r+b") as handle:
+        handle.truncate(segment.stat().st_size // 2)
+    return segment.name
+
+
+def test_a_build_writes_a_manifest_of_every_file_of_its_state(tmp_path):
+    from searchsvc.backends.whoosh import integrity
+
+    directory = IndexDirectory(build_index(tmp_path / "index"))
+    live = directory.live_path()
+    toc = integrity.latest_toc(live)
+    manifest = json.loads((live / integrity.manifest_name(toc)).read_text())
+
+    assert set(manifest["files"]) == set(integrity.state_files(live, toc))
+    assert {"searchsvc.json", f"_MAIN_{toc}.toc"} <= set(manifest["files"])
+    assert any(name.endswith(".seg") for name in manifest["files"])
+    # Accelerations check themselves and are computed again when damaged (accel/).
+    assert not {"facets.npz", "lexicons.npz"} & set(manifest["files"])
+    assert not any(name.endswith(".postarrays") for name in manifest["files"])
+    verdict = integrity.verify(live, remembered=False)
+    assert verdict.ok and verdict.status == "verified"
+
+
+def test_an_update_writes_the_manifest_of_its_state_and_removes_the_one_before(tmp_path):
+    from searchsvc.backends import open_backend
+    from searchsvc.backends.whoosh import integrity
+
+    directory = IndexDirectory(build_index(tmp_path / "index"))
+    live = directory.live_path()
+    [before] = live.glob(f"{integrity.MANIFEST_PREFIX}*")
+
+    with open_backend(directory.root) as backend:
+        backend.upsert([replace(FIXTURE_RECORDS[0], id="2409.00001", title="Zeppelins")])
+        assert backend.warning() is None
+
+    [after] = live.glob(f"{integrity.MANIFEST_PREFIX}*")
+    assert after.name != before.name
+    assert after.name == integrity.manifest_name(integrity.latest_toc(live))
+    verdict = integrity.verify(live, remembered=False)
+    assert verdict.ok and verdict.status == "verified"
+
+
+def test_a_state_whose_manifest_is_not_written_yet_is_served_as_pending(tmp_path):
+    from searchsvc.backends import open_backend
+    from searchsvc.backends.whoosh import integrity
+
+    directory = IndexDirectory(build_index(tmp_path / "index"))
+    live = directory.live_path()
+    with directory.update() as index:  # an update stopped between its commit and its manifest
+        writer = index.writer()
+        writer.delete_by_term("id", FIXTURE_RECORDS[1].id)
+        writer.commit(merge=False)
+    (live / integrity.manifest_name(integrity.latest_toc(live))).unlink()
+    (live / integrity.manifest_name(integrity.latest_toc(live) - 1)).write_text("{}")
+
+    assert integrity.verify(live).status == "pending"
+    with open_backend(directory.root) as backend:
+        assert len(list(backend.records())) == len(FIXTURE_RECORDS) - 1
+        assert backend.warning() is None
+
+
+def test_a_build_that_fails_verification_is_never_swapped_in(tmp_path, monkeypatch):
+    from searchsvc.backends.whoosh import integrity
+
+    directory = IndexDirectory(build_index(tmp_path / "index"))
+    live = directory.live_name()
+    before = sorted(path.name for path in directory.root.iterdir())
+    real = integrity.write_manifest
+
+    def then_damaged(folder, toc, write):
+        real(folder, toc, write)
+        _truncate_largest_segment(folder)  # between its writing and its swap
+
+    monkeypatch.setattr(integrity, "write_manifest", then_damaged)
+    with pytest.raises(IndexUnavailable, match=r"new index failed verification.*truncated"):
+        build_index(directory.root, FIXTURE_RECORDS[:2])
+
+    assert directory.live_name() == live
+    assert sorted(path.name for path in directory.root.iterdir()) == before
+
+
+def test_an_update_refuses_a_damaged_live_index(tmp_path):
+    directory = IndexDirectory(build_index(tmp_path / "index"))
+    damaged = _truncate_largest_segment(directory.live_path())
+
+    with pytest.raises(IndexUnavailable, match=rf"damaged.*{damaged}.*rebuild"), directory.update():
+        pass
+
+
+def test_builds_keep_the_newest_good_previous_generation(tmp_path):
+    directory = IndexDirectory(tmp_path / "index")
+    names = []
+    for records in (FIXTURE_RECORDS, FIXTURE_RECORDS[:3]):
+        build_index(directory.root, records)
+        names.append(directory.live_name())
+    _truncate_largest_segment(directory.root / names[1])
+
+    build_index(directory.root, FIXTURE_RECORDS[:2])
+
+    assert set(directory.generations()) == {directory.live_name(), names[0]}
+
+
+def test_version_tokens_are_digests_of_the_generation(tmp_path):
+    from searchsvc.backends.whoosh.store import version_token
+
+    token = version_token("gen-20260101T000000000000Z-4242", 3)
+    assert token.endswith("-3") and "4242" not in token and "gen-" not in token
+    assert token != version_token("gen-20260101T000000000000Z-4243", 3)
+
+
+def test_a_verification_the_state_changed_under_is_made_again(tmp_path, monkeypatch):
+    # As when an update rewrites searchsvc.json while a reader checks it against the manifest
+    # of the state before: the mismatch is the update's, not damage.
+    from searchsvc.backends.whoosh import integrity
+
+    directory = IndexDirectory(build_index(tmp_path / "index"))
+    metadata = directory.live_path() / "searchsvc.json"
+    real = integrity.verify
+    calls = []
+
+    def racing(folder, remembered=True):
+        calls.append(folder)
+        if len(calls) > 1:
+            return real(folder, remembered)
+        original = metadata.read_bytes()
+        metadata.write_bytes(bytes(len(original)))  # what the reader reads mid-update
+        verdict = real(folder, remembered)
+        metadata.write_bytes(original)  # and the state has moved on when it looks again
+        return verdict
+
+    monkeypatch.setattr(integrity, "verify", racing)
+    served = directory.choose()
+
+    assert served.name == directory.live_name() and served.warning is None
+    assert len(calls) == 2

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from searchsvc.facets import FACETS, Facet
+from searchsvc.facets import FACETS
 from searchsvc.records import Record
 from searchsvc.subjects import record_categories, record_subject_keys, record_subjects
 from searchsvc.texts import fold, title_key
@@ -81,7 +81,7 @@ def subject_fields(categories: tuple[str, ...]) -> dict[str, list[str]]:
 
 def from_document(document: dict[str, Any]) -> Record:
     """The record a document stores."""
-    return Record.from_dict(orjson.loads(document["record"]))
+    return Record.from_index(orjson.loads(document["record"]))
 
 
 def lookup_values(record: Record) -> list[str]:
@@ -91,19 +91,10 @@ def lookup_values(record: Record) -> list[str]:
     values = set()
     for facet in FACETS:
         for value in facet.values_of(record):
-            folded = fold(searched_text(facet, value))
+            folded = fold(facet.searched_text(value))
             for match in _WORD_START.finditer(folded):
                 values.add(lookup_value(facet.name, folded[match.start() :], value))
     return sorted(values)
-
-
-def searched_text(facet: Facet, value: str) -> str:
-    """What a value is found by: itself, or a subject's code and name ("cs.DC Distributed,
-    Parallel, and Cluster Computing", as the Whoosh facet tables search it: each word start
-    runs to the end of it, so a prefix of several words matches as it does there)."""
-    if not facet.hierarchical:
-        return value
-    return f"{value}\n{facet.describe(value)[0]}"
 
 
 def lookup_value(facet: str, folded_start: str, value: str) -> str:

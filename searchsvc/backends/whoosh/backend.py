@@ -11,6 +11,7 @@ from whoosh.index import LockError
 
 from searchsvc.backends import whoosh_path
 from searchsvc.backends.contract import (
+    CheckedPart,
     NoProgress,
     Progress,
     SearchBackend,
@@ -123,14 +124,25 @@ class WhooshBackend(SearchBackend):
 
     def stats(self, top: int = 10) -> IndexStats:
         with self._searchers.view() as view:
-            return index_stats(self.directory, view.facets, top=top)
+            table = view.facets
+            reader = view.searcher.reader()
+            return index_stats(self.directory, view.snapshot.generation, reader, table, top)
 
     def version(self) -> str:
         return self._searchers.version()
 
+    def warning(self) -> str | None:
+        return self._searchers.warning()
+
+    def check(self) -> tuple[CheckedPart, ...]:
+        return self.directory.check()
+
     def records(self) -> Iterator[Record]:
-        # A searcher of its own: an export may outlive many refreshes of the shared ones.
-        return self.directory.records()
+        # The generation served (the previous one when the live one is damaged), with a
+        # searcher of its own: an export may outlive many refreshes of the shared ones.
+        with self._searchers.view() as view:
+            generation = view.snapshot.generation
+        return self.directory.records(generation)
 
     # -- write side --------------------------------------------------------------------------
     def check_writable(self) -> None:
@@ -179,7 +191,9 @@ class WhooshBackend(SearchBackend):
             return self._update(upserts, deletes, metadata, progress)
         except LockError as exc:
             # Whoosh's own lock inside a generation, held by a writer not yet collected.
-            raise BuildInProgress(f"the index at {self.directory.root} is locked") from exc
+            error = BuildInProgress("the index is locked by another writer")
+            error.local_message = f"the index at {self.directory.root} is locked"
+            raise error from exc
 
     def _update(
         self,

@@ -47,18 +47,20 @@ def to_document(record: Record) -> dict[str, Any]:
 
 def from_stored(stored: dict[str, Any]) -> Record:
     """Rebuild a Record from a hit's stored fields."""
-    return Record(
-        id=stored["id"],
-        title=stored.get("title") or "",
-        abstract=stored.get("abstract") or "",
-        authors=tuple(stored.get("authors") or ()),
-        year=stored.get("year"),
-        categories=tuple(stored.get("categories") or ()),
-        source=stored.get("source") or "",
-        url=stored.get("url"),
-        doi=stored.get("doi"),
-        journal_ref=stored.get("journal_ref"),
-        comments=stored.get("comments"),
+    return Record.from_index(
+        {
+            "id": stored["id"],
+            "title": stored.get("title") or "",
+            "abstract": stored.get("abstract") or "",
+            "authors": list(stored.get("authors") or ()),
+            "year": stored.get("year"),
+            "categories": list(stored.get("categories") or ()),
+            "source": stored.get("source") or "",
+            "url": stored.get("url"),
+            "doi": stored.get("doi"),
+            "journal_ref": stored.get("journal_ref"),
+            "comments": stored.get("comments"),
+        }
     )
 
 

@@ -13,14 +13,11 @@ bounded merge: `merge_small_segments`).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import logging
 import math
 import multiprocessing
 import os
-import signal
-import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
@@ -34,6 +31,7 @@ from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.build.segment import SegmentBuilder
 from searchsvc.backends.whoosh.documents import to_document
+from searchsvc.child_processes import die_with_parent
 from searchsvc.records import Record
 
 log = logging.getLogger(__name__)
@@ -214,9 +212,7 @@ def _collect(jobs, total, on_added, on_commit):
 
 def _worker_main(index, segments, records, start, stop, sender: Connection, parent: int) -> None:
     # A worker outliving a killed build would keep writing into a directory being removed.
-    _die_with_parent()
-    if os.getppid() != parent:  # the parent died before the line above
-        os._exit(1)
+    die_with_parent(parent)
     try:
         report = lambda count: sender.send(("added", count))  # noqa: E731
         sender.send(("done", _build_segments(index, segments, records, start, stop, report)))
@@ -305,14 +301,3 @@ def _cancel(writer: SegmentWriter, index: Index) -> None:
     finally:
         toc = TOC.read(index.storage, index.indexname, schema=index.schema)
         clean_files(index.storage, index.indexname, toc.generation, toc.segments)
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent exits (elsewhere: nothing to do)."""
-    if not sys.platform.startswith("linux"):
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -29,7 +29,13 @@ from searchsvc.backends.whoosh.accel.facet_table_file import facet_table_for
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
 from searchsvc.backends.whoosh.accel.lexicon_file import load_terms
 from searchsvc.backends.whoosh.ranking import weighting
-from searchsvc.backends.whoosh.store import FACET_ARRAYS, LEXICONS, IndexDirectory
+from searchsvc.backends.whoosh.store import (
+    FACET_ARRAYS,
+    LEXICONS,
+    IndexDirectory,
+    version_token,
+)
+from searchsvc.errors import IndexUnavailable
 
 # How often at most the index directory is looked at for a rebuild or an update (seconds).
 REFRESH_INTERVAL = 0.5
@@ -52,11 +58,13 @@ class Snapshot:
     _build_lock: threading.Lock = field(default_factory=threading.Lock)
     _shared: dict[str, Any] = field(default_factory=dict)
     retired: bool = False
+    # Why this is not the live generation (it failed verification); None when it is.
+    warning: str | None = None
 
     @property
     def version(self) -> str:
-        # The same form as stats.index_stats gives: live generation, then Whoosh TOC generation.
-        return f"{self.generation}:{self.toc_generation}"
+        # The same as stats.index_stats gives (generation and Whoosh TOC generation, digested).
+        return version_token(self.generation, self.toc_generation)
 
     def take(self) -> Searcher:
         with self._lock:
@@ -125,7 +133,12 @@ class View:
 
 
 class SearcherManager:
-    """Hands out searchers of the newest snapshot, looking for changes at most every 0.5 s."""
+    """Hands out searchers of the newest good snapshot, looking for changes at most every 0.5 s.
+
+    What is served is chosen by the directory (store.IndexDirectory.choose: the live generation
+    once verified, else the previous one), again whenever the directory's state key changes
+    (a rebuild, an update, a file of a state changing size or time).
+    """
 
     def __init__(self, directory: IndexDirectory, refresh_interval: float = REFRESH_INTERVAL):
         self.directory = directory
@@ -133,6 +146,9 @@ class SearcherManager:
         self._snapshot: Snapshot | None = None
         self._checked_at = 0.0
         self._lock = threading.Lock()
+        # The state key of the last choice, and its failure when nothing could be served.
+        self._key: tuple[Any, ...] | None = None
+        self._failure: IndexUnavailable | None = None
 
     @contextlib.contextmanager
     def view(self) -> Iterator[View]:
@@ -152,6 +168,10 @@ class SearcherManager:
 
     def version(self) -> str:
         return self._current().version
+
+    def warning(self) -> str | None:
+        """Why the snapshot served is not the live generation; None when it is."""
+        return self._current().warning
 
     def refresh(self) -> None:
         """Look at the index directory now, not at the next interval."""
@@ -183,14 +203,35 @@ class SearcherManager:
             return fresh
 
     def _look_for_change(self, snapshot: Snapshot | None) -> Snapshot:
-        generation = self.directory.live_name()
-        if snapshot is not None and generation == snapshot.generation:
-            latest = snapshot.index.latest_generation()
-            if latest == snapshot.toc_generation:
+        # The key is taken before choosing: a change while choosing leaves it out of date, and
+        # the next look chooses again.
+        key = self.directory.state_key()  # raises IndexUnavailable when there is no index
+        if key == self._key:
+            if self._failure is not None:
+                raise _again(self._failure)  # damaged, and nothing changed since
+            if snapshot is not None:
                 return snapshot
-            return Snapshot(generation, snapshot.index, latest, snapshot.path)
-        # `generation` was read before opening: if a swap happens in between, the name is the
-        # older one and the next check reopens, never the other way round.
-        index = self.directory.open()  # raises IndexUnavailable when there is none
-        path = self.directory.root / (generation or "")
-        return Snapshot(generation or "", index, index.latest_generation(), path)
+        try:
+            served = self.directory.choose()
+        except IndexUnavailable as exc:
+            self._key, self._failure = key, exc
+            raise
+        self._key, self._failure = key, None
+        same = (served.name, served.toc_generation, served.warning)
+        if snapshot is not None and same == (
+            snapshot.generation,
+            snapshot.toc_generation,
+            snapshot.warning,
+        ):
+            return snapshot  # the same state, verified again: keep its searchers and arrays
+        path = self.directory.root / served.name
+        return Snapshot(
+            served.name, served.index, served.toc_generation, path, warning=served.warning
+        )
+
+
+def _again(error: IndexUnavailable) -> IndexUnavailable:
+    # A fresh exception each time: raising one instance again would grow its traceback.
+    fresh = IndexUnavailable(error.message, **error.details)
+    fresh.local_message = error.local_message
+    return fresh

@@ -10,33 +10,36 @@ import numpy as np
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable
-from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.backends.whoosh.store import IndexDirectory, version_token
 from searchsvc.facets import FACET_NAMES, facet_named
 from searchsvc.query import FacetValue, IndexStats
 
 
-def index_stats(directory: IndexDirectory, table: FacetTable, top: int = 10) -> IndexStats:
-    """Document count, the `top` values of each facet with exact counts, and build details
-    (subject facets counted on `table`, the facet arrays of the same index)."""
-    index = directory.open()
-    live = directory.live_name()
-    with index.reader() as reader:
-        counts = {
-            facet: subject_counts(table, facet)
-            if facet_named(facet).hierarchical
-            else facet_value_counts(reader, facet)
-            for facet in FACET_NAMES
-        }
-        documents = reader.doc_count()
+def index_stats(
+    directory: IndexDirectory,
+    generation: str,
+    reader: IndexReader,
+    table: FacetTable,
+    top: int = 10,
+) -> IndexStats:
+    """Document count, the `top` values of each facet with exact counts, and build details of
+    the generation served, read with one snapshot's `reader` (subject facets counted on `table`,
+    the facet arrays of the same snapshot)."""
+    counts = {
+        facet: subject_counts(table, facet)
+        if facet_named(facet).hierarchical
+        else facet_value_counts(reader, facet)
+        for facet in FACET_NAMES
+    }
     return IndexStats(
-        documents=documents,
+        documents=reader.doc_count(),
         facets={facet: top_values(counts[facet], top) for facet in FACET_NAMES},
         cardinalities={facet: len(counts[facet]) for facet in FACET_NAMES},
-        built_at=directory.built_at(),
+        built_at=directory.built_at(generation),
         # Changes with every build (new generation) and every update (new Whoosh TOC).
-        version=f"{live}:{index.latest_generation()}",
+        version=version_token(generation, reader.generation()),
         index_dir=str(directory.root),
-        size_bytes=directory.size_bytes(),
+        size_bytes=directory.size_bytes(generation),
     )
 
 
