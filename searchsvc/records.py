@@ -155,6 +155,11 @@ def id_problem(value: object) -> str | None:
     if value.startswith("/"):
         # `/records/<id>` could not tell it from an empty path segment.
         return f"record id {_shown(value)} starts with '/': it could not be fetched by URL"
+    if any(segment in (".", "..") for segment in value.split("/")):
+        # Browsers and proxies resolve `.` and `..` in a URL's path before sending it.
+        return (
+            f"record id {_shown(value)} has a '.' or '..' segment: it could not be fetched by URL"
+        )
     return None
 
 

@@ -334,6 +334,14 @@ def test_post_search_needs_a_json_body(client):
     assert broken.status_code == 400
     error = broken.get_json()["error"]
     assert error["code"] == "invalid_parameter" and "not valid JSON" in error["message"]
+    # The document says a body is required: none is a 400, not a search of every record.
+    empty = client.post("/api/v1/search", data="", content_type="application/json")
+    assert empty.status_code == 400 and "body is empty" in empty.get_json()["error"]["message"]
+    assert client.post("/api/v1/search", json={}).get_json()["total"] == len(FIXTURE_RECORDS)
+    # 2 KB of nested brackets, far under the size limit, would exhaust the parser's stack.
+    nested = '{"q": ' + "[" * 990 + "]" * 990 + "}"
+    deep = client.post("/api/v1/search", data=nested, content_type="application/json")
+    assert deep.status_code == 400 and "nested too deeply" in deep.get_json()["error"]["message"]
 
 
 def test_post_search_refuses_a_body_over_the_limit_even_chunked(client):

@@ -67,7 +67,7 @@ def test_options_is_204_with_the_allowed_methods_and_no_body(client):
 
 
 def test_a_path_with_an_empty_segment_is_a_json_404_not_a_redirect(client):
-    # Ids never start with "/" (records.py), so nothing is there; no HTML redirect either.
+    # Ids never start with "/" (records.id_problem), so nothing is there; no HTML redirect.
     response = client.get("/api/v1/records//etc/passwd")
     assert response.status_code == 404
     assert response.mimetype == "application/json"
@@ -77,7 +77,10 @@ def test_a_path_with_an_empty_segment_is_a_json_404_not_a_redirect(client):
 
 @pytest.fixture(scope="module")
 def odd_client(tmp_path_factory):
-    records = [Record(id='a"b;c/d é', title="Odd name", authors=("A",), year=2020)]
+    records = [
+        Record(id='a"b;c/d é', title="Odd name", authors=("A",), year=2020),
+        Record(id="notes/evil.bib", title="An id ending as a download", authors=("A",)),
+    ]
     location = build_index(tmp_path_factory.mktemp("odd-index") / "index", records)
     return create_app({"INDEX": location, "TESTING": True}).test_client()
 
@@ -91,3 +94,13 @@ def test_the_bibtex_download_name_is_escaped(odd_client):
     ).groups()
     assert plain == "a_b_c_d__.bib"
     assert unquote(encoded) == 'a"b;c/d é.bib'
+
+
+def test_a_record_whose_id_ends_as_a_download_still_has_its_page(odd_client):
+    page = odd_client.get("/records/notes/evil.bib")
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    assert "An id ending as a download" in page.get_data(as_text=True)
+    download = odd_client.get("/records/notes/evil.bib.bib")
+    assert download.mimetype == "application/x-bibtex"
+    assert odd_client.get("/records/notes/evil.bib.json").get_json()["id"] == "notes/evil.bib"
+    assert odd_client.get("/records/notes/nothing.bib").status_code == 404

@@ -245,6 +245,26 @@ def test_with_no_good_generation_only_reads_are_unavailable(tmp_path, kind):
     assert_no_server_details(page.get_data(as_text=True), tmp_path)
 
 
+@pytest.mark.parametrize("kind", ["truncated", "zero-filled"])
+def test_the_generation_being_served_damaged_in_place_is_never_read_again(tmp_path, kind):
+    # Damage found by the service's own look at the directory (not at start-up): every read
+    # answers 503 in the error shape, never a 500 or a record "not found" from the old reader.
+    damage = DAMAGE[kind][0]
+    root = Path(build_index(tmp_path / "index"))
+    client = create_app({"INDEX": str(root), "TESTING": True}).test_client()
+    assert client.get("/api/v1/search").status_code == 200
+    damage(root / IndexDirectory(root).live_name())
+
+    assert wait_for(lambda: client.get("/readyz").status_code == 503)
+    for _ in range(3):  # within one refresh interval and after it
+        for url in ("/api/v1/search?q=learning", f"/api/v1/records/{FIXTURE_RECORDS[1].id}"):
+            response = client.get(url)
+            assert response.status_code == 503, (url, response.get_data(as_text=True)[:300])
+            assert response.get_json()["error"]["code"] == "index_unavailable"
+        assert "searchsvc_index_up 0.0" in client.get("/metrics").get_data(as_text=True)
+        time.sleep(0.3)
+
+
 def test_a_rebuild_after_damage_is_served_again(tmp_path):
     root = Path(build_index(tmp_path / "index"))
     truncate(root / IndexDirectory(root).live_name())

@@ -145,6 +145,9 @@ def assert_json_error(answer: RawAnswer, *statuses: int) -> dict:
     """gunicorn's answer to a request it cannot take: the JSON error shape, never HTML."""
     assert answer.status in statuses, (answer.status, answer.body[:300])
     assert answer.headers["content-type"] == "application/json"
+    # The app's security headers, on answers made before the app (issue 19).
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["content-security-policy"].startswith("default-src 'none'")
     error = answer.json()["error"]
     assert set(error) == {"status", "code", "message", "details"}
     assert error["status"] == answer.status
@@ -170,6 +173,16 @@ def test_a_16_mb_request_line_is_refused_at_the_bound_in_json(live_server):
 )
 def test_requests_gunicorn_cannot_parse_get_json_errors(live_server, request_bytes, status):
     assert_json_error(send_raw(port_of(live_server), request_bytes), status)
+
+
+def test_a_malformed_chunked_body_is_a_json_400(live_server):
+    request_bytes = (
+        b"GET /api/v1/search?q=a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"zz\r\nabc\r\n0\r\n\r\n"
+    )
+    answer = send_raw(port_of(live_server), request_bytes)
+    assert answer.status == 400, answer.body[:300]
+    assert answer.json()["error"]["code"] == "invalid_parameter"
 
 
 @pytest.mark.parametrize("method", ["GET", "POST"])

@@ -82,6 +82,9 @@ def test_printable_ids_of_at_most_the_limit_are_valid(record_id):
         (" leading", "starts or ends with a space"),
         ("trailing ", "starts or ends with a space"),
         ("/etc/passwd", "starts with '/': it could not be fetched by URL"),
+        ("..", "has a '.' or '..' segment"),
+        ("a/../b", "has a '.' or '..' segment"),
+        ("a/./b", "has a '.' or '..' segment"),
     ],
 )
 def test_ids_that_are_empty_too_long_or_not_printable_are_refused_saying_why(record_id, reason):

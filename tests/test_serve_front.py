@@ -65,6 +65,9 @@ def assert_json_error(answer: RawAnswer, *statuses: int) -> dict:
     """The answer is one of `statuses`, in the JSON error shape, and the connection ended."""
     assert answer.status in statuses, (answer.status, answer.body[:300])
     assert answer.headers["content-type"].startswith("application/json")
+    # The app's security headers, on answers made before the app (issue 19).
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["content-security-policy"].startswith("default-src 'none'")
     error = answer.json()["error"]
     assert set(error) == {"status", "code", "message", "details"}
     assert error["status"] == answer.status

@@ -12,7 +12,7 @@ from isal import isal_zlib
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from searchsvc import __version__
-from searchsvc.errors import SearchsvcError
+from searchsvc.errors import InvalidRequest, SearchsvcError
 from searchsvc.extension import get_service
 
 COMPRESSIBLE = frozenset(
@@ -47,8 +47,18 @@ def refuse_oversized_requests() -> None:
         # A chunked body tells its size only by ending. Werkzeug stops reading it at the limit
         # without a word: read that much now (kept for the view), then look for one byte more
         # in the server's stream. Writes read and limit theirs as they go.
-        body = request.get_data(cache=True)
-        if len(body) >= limit and request.environ["wsgi.input"].read(1):
+        try:
+            body = request.get_data(cache=True)
+            more = len(body) >= limit and request.environ["wsgi.input"].read(1)
+        except (OSError, ValueError) as exc:
+            raise InvalidRequest("the request body is not well-formed chunked data") from exc
+        except Exception as exc:
+            # The server's own parse error (gunicorn's InvalidChunkSize and kin), raised as the
+            # body is read: the app does not import the server to name it.
+            if not type(exc).__module__.startswith("gunicorn.http"):
+                raise
+            raise InvalidRequest("the request body is not well-formed chunked data") from exc
+        if more:
             raise RequestEntityTooLarge(f"request body over {limit} bytes")
     if len(request.query_string) > config["MAX_QUERY_STRING_LENGTH"]:
         raise RequestEntityTooLarge(f"query string over {config['MAX_QUERY_STRING_LENGTH']} bytes")

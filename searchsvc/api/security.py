@@ -1,28 +1,11 @@
-"""Security headers on every response, and HTTP manners that keep answers in the error shape.
-
-Pages may run only the service's own scripts and styles (no inline script or style, so an
-injected `<script>` or `onerror=` does nothing even if escaping ever failed), may not be framed
-(clickjacking), and say not to guess content types; JSON and feeds get the same with nothing
-allowed at all. Referrers leave the site as its origin only: search URLs carry what people
-searched for.
-"""
+"""Security headers on every response of the app (security_headers.py says which and why), and
+HTTP manners that keep answers in the error shape."""
 
 from __future__ import annotations
 
 from flask import Flask, Response, request
 
-PAGE_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-# Nothing in a JSON answer, a feed or a download may load or run anything.
-DATA_POLICY = "default-src 'none'; frame-ancestors 'none'; sandbox"
-HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "strict-origin-when-cross-origin",
-    "Cross-Origin-Opener-Policy": "same-origin",
-}
+from searchsvc.security_headers import DATA_POLICY, HEADERS, PAGE_POLICY
 
 
 def add_security_headers(response: Response) -> Response:
@@ -42,8 +25,8 @@ def answer_options(response: Response) -> Response:
 
 
 def init_app(app: Flask) -> None:
-    # `//x` is a path, not a typo to redirect: record ids may start with a slash, and the
-    # redirect answered with an HTML body.
+    # `//x` is not redirected to `/x` (Werkzeug's default, answered with an HTML body): the
+    # path is answered as it came, a JSON 404 where nothing is there.
     app.url_map.merge_slashes = False
     app.after_request(answer_options)
     app.after_request(add_security_headers)

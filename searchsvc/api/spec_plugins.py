@@ -11,11 +11,16 @@ METHODS = ("get", "put", "post", "patch", "delete")
 
 class EveryOperation(BasePlugin):
     """Every operation may answer 413: any request's query string or body can be over the
-    service's limits (api/http.py), whichever view it was meant for."""
+    service's limits (api/http.py), whichever view it was meant for. An operation with a path
+    parameter may answer 404 before its view runs: a value the route cannot hold (a line break
+    in an id) matches no route."""
 
     def operation_helper(
         self, path: str | None = None, operations: dict[str, Any] | None = None, **kwargs: Any
     ) -> None:
         for method, operation in (operations or {}).items():
             if method in METHODS:
-                operation.setdefault("responses", {}).setdefault(413, "REQUEST_ENTITY_TOO_LARGE")
+                responses = operation.setdefault("responses", {})
+                responses.setdefault(413, "REQUEST_ENTITY_TOO_LARGE")
+                if path and "{" in path:
+                    responses.setdefault(404, "NOT_FOUND")

@@ -46,7 +46,16 @@ class QueryParser(FlaskParser):
         # record, where the client meant something else.
         if not req.is_json:
             raise UnsupportedMediaType("send the search as a JSON object (application/json)")
-        return super().load_json(req, schema)
+        if not req.get_data(cache=True).strip():
+            raise InvalidRequest(
+                "the body is empty: send the search as a JSON object ({} for every record)",
+                parameter="body",
+            )
+        try:
+            return super().load_json(req, schema)
+        except RecursionError:
+            # json.loads recurses per level: a small body of nested brackets exhausts the stack.
+            raise InvalidRequest("the body is nested too deeply", parameter="body") from None
 
     def _handle_invalid_json_error(self, error: Exception, req: Request, *_: Any) -> NoReturn:
         # webargs' own error carries its messages in a shape the API's handler does not read.

@@ -13,6 +13,8 @@ from typing import Any
 
 from werkzeug.http import HTTP_STATUS_CODES
 
+from searchsvc.security_headers import DATA_HEADERS
+
 # Longest message taken from a parser's text, which may quote the offending request.
 MAX_MESSAGE = 300
 
@@ -45,6 +47,7 @@ def error_response(status: int, message: str) -> bytes:
         "Connection: close\r\n"
         "Content-Type: application/json\r\n"
         "Cache-Control: no-store\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
+        + "".join(f"{name}: {value}\r\n" for name, value in DATA_HEADERS.items())
+        + f"Content-Length: {len(body)}\r\n\r\n"
     )
     return head.encode("ascii") + body

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from searchsvc.security_headers import DATA_HEADERS
 from searchsvc.serving import limits
 from searchsvc.serving.errors import error_body
 
@@ -98,6 +99,10 @@ def _values(run_dir: Path, front: Front) -> dict[str, object]:
     open_files = _open_files()
     return {
         "RUN_DIR": run_dir,
+        # The app's security headers on the answers nginx makes itself (its error pages).
+        "SECURITY_HEADERS": " ".join(
+            f'add_header {name} "{value}" always;' for name, value in DATA_HEADERS.items()
+        ),
         "SOCKET": run_dir / SOCKET_NAME,
         "LISTEN": _listen(front),
         "USER": _user_directive(),

@@ -19,6 +19,7 @@ import functools
 import os
 import shutil
 import signal
+import socket as socketlib
 import subprocess
 import sys
 import tempfile
@@ -100,8 +101,9 @@ def serve(front: Front, *, nginx: str, say: Callable[[str], None] = print) -> in
         if stop.is_set():
             return 0
         children["nginx"] = _start([nginx, "-e", "stderr", "-p", str(run_dir), "-c", str(config)])
-        host = f"[{front.host}]" if ":" in front.host else front.host
-        say(f"serving http://{host}:{front.port}/ (nginx in front of gunicorn)")
+        if _wait_for_port(front, children["nginx"], stop):
+            host = f"[{front.host}]" if ":" in front.host else front.host
+            say(f"serving http://{host}:{front.port}/ (nginx in front of gunicorn)")
         dead = _watch(children, stop)
         if dead is not None:
             status = children[dead].returncode
@@ -125,6 +127,20 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
         pass  # not Linux: stopped by this process only
+
+
+def _wait_for_port(front: Front, nginx: subprocess.Popen, stop: threading.Event) -> bool:
+    """Until nginx accepts on its address (True), or it exits (a port taken: False, and the
+    watch reports it), so that "serving" is said only of a service that is there."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(front.host, front.host)
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while not stop.is_set() and nginx.poll() is None and time.monotonic() < deadline:
+        try:
+            with socketlib.create_connection((host, front.port), timeout=POLL_SECONDS):
+                return True
+        except OSError:
+            stop.wait(POLL_SECONDS)
+    return False
 
 
 def _wait_for_socket(socket: Path, gunicorn: subprocess.Popen, stop: threading.Event) -> None:

@@ -107,9 +107,9 @@ def _search_page(
 def record(record_id: str) -> Response | str:
     output = request.args.get("format", "html")
     if output == "bibtex":
-        return record_bibtex(record_id)
+        return _bibtex(record_id)
     if output == "json":
-        return record_json(record_id)
+        return _json(record_id)
     if output != "html":
         raise InvalidRequest("format must be html, bibtex or json", parameter="format")
     found = _get_record(record_id)
@@ -123,7 +123,35 @@ def record(record_id: str) -> Response | str:
 
 
 @bp.get("/records/<path:record_id>.bib")
-def record_bibtex(record_id: str) -> Response:
+def record_bibtex(record_id: str) -> Response | str:
+    return _download_or_page(record_id, ".bib", _bibtex)
+
+
+@bp.get("/records/<path:record_id>.json")
+def record_json(record_id: str) -> Response | str:
+    return _download_or_page(record_id, ".json", _json)
+
+
+def _download_or_page(record_id: str, suffix: str, download) -> Response | str:
+    """`<id>.bib` is the BibTeX of record `<id>`, or, when only a record whose id itself ends
+    in `.bib` exists, that record's page: its links reach it whatever its id."""
+    try:
+        return download(record_id)
+    except RecordNotFound:
+        if not _exists(record_id + suffix):
+            raise
+    return record(record_id + suffix)
+
+
+def _exists(record_id: str) -> bool:
+    try:
+        get_service().get(record_id)
+    except RecordNotFound:
+        return False
+    return True
+
+
+def _bibtex(record_id: str) -> Response:
     text = to_bibtex(_get_record(record_id))
     return Response(
         text,
@@ -142,8 +170,7 @@ def content_disposition(filename: str) -> str:
     return f"inline; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
-@bp.get("/records/<path:record_id>.json")
-def record_json(record_id: str) -> Response:
+def _json(record_id: str) -> Response:
     return jsonify(_get_record(record_id).to_dict())
 
 

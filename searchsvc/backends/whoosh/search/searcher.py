@@ -35,7 +35,7 @@ from searchsvc.backends.whoosh.store import (
     IndexDirectory,
     version_token,
 )
-from searchsvc.errors import IndexUnavailable
+from searchsvc.errors import IndexUnavailable, SearchsvcError
 
 # How often at most the index directory is looked at for a rebuild or an update (seconds).
 REFRESH_INTERVAL = 0.5
@@ -163,6 +163,14 @@ class SearcherManager:
             searcher = snapshot.take()
         try:
             yield View(snapshot, searcher)
+        except SearchsvcError:
+            raise
+        except Exception:
+            # The engine failing on its own files may be damage that arrived since the last
+            # look: look again now, so that found damage is a 503 (IndexUnavailable, raised
+            # here) rather than a 500; nothing found, and the error stands.
+            self._current(force=True)
+            raise
         finally:
             snapshot.give_back(searcher)
 
@@ -195,7 +203,15 @@ class SearcherManager:
             ):
                 return snapshot
             self._checked_at = now
-            fresh = self._look_for_change(snapshot)
+            try:
+                fresh = self._look_for_change(snapshot)
+            except IndexUnavailable:
+                # Nothing good to serve, and the snapshot held may be the one just found
+                # damaged: drop it, so that no read within the interval is answered from it.
+                if snapshot is not None:
+                    snapshot.retire()
+                self._snapshot = None
+                raise
             if fresh is not snapshot:
                 if snapshot is not None:
                     snapshot.retire()
