@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.support import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 SEARCHSVC = Path(sys.executable).with_name("searchsvc")
@@ -145,10 +146,18 @@ def serve(
             time.sleep(0.2)
         yield port, process
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process, timeout=60)
+
+
+def assert_json_error(answer: RawAnswer, *statuses: int) -> dict:
+    """An answer to a request refused before the app (by nginx or gunicorn): one of `statuses`,
+    in the JSON error shape with the app's security headers, and the connection ended."""
+    assert answer.status in statuses, (answer.status, answer.body[:300])
+    assert answer.headers["content-type"].startswith("application/json")
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["content-security-policy"].startswith("default-src 'none'")
+    error = answer.json()["error"]
+    assert set(error) == {"status", "code", "message", "details"}
+    assert error["status"] == answer.status
+    assert answer.ending in ("closed", "reset")
+    return error

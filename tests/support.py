@@ -191,3 +191,18 @@ def draw_seed_request(data, records, vocabulary):
         facet_size=100,
         highlight=False,
     )
+
+
+def stop_process(process, timeout: float = 15) -> None:
+    """SIGTERM a server a test started, and SIGKILL it if it has not stopped in `timeout` s."""
+    import signal
+    import subprocess
+
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -28,7 +27,7 @@ from searchsvc.backends.whoosh import integrity
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
 from searchsvc.backends.whoosh.store import IndexDirectory, version_token
 from searchsvc.service import SearchService
-from tests.support import FIXTURE_RECORDS, build_index
+from tests.support import FIXTURE_RECORDS, build_index, stop_process
 from tests.test_gunicorn import GUNICORN, ROOT, free_port, wait_until
 
 # Only in the newer generation: found when it is served, not when the previous one is.
@@ -385,9 +384,4 @@ def test_gunicorn_workers_boot_without_a_good_index(tmp_path):
         assert wait_until(lambda: requests.get(f"{base}/readyz", timeout=2).ok, 10)
         assert "Worker failed to boot" not in log.read_text()
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)

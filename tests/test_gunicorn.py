@@ -17,8 +17,13 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.raw_http import RawAnswer, chunked_post, huge_request_line, send_raw
-from tests.support import FIXTURE_RECORDS, build_index
+from tests.raw_http import (
+    assert_json_error,
+    chunked_post,
+    huge_request_line,
+    send_raw,
+)
+from tests.support import FIXTURE_RECORDS, build_index, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 GUNICORN = Path(sys.executable).with_name("gunicorn")
@@ -93,13 +98,7 @@ def serving(
         assert up, log.read_text()
         yield base_url, process
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process)
 
 
 @pytest.fixture(scope="session")
@@ -139,20 +138,6 @@ def test_gunicorn_answers_errors_in_json(live_server):
 
 def port_of(server: LiveServer) -> int:
     return int(server.base_url.rsplit(":", 1)[1])
-
-
-def assert_json_error(answer: RawAnswer, *statuses: int) -> dict:
-    """gunicorn's answer to a request it cannot take: the JSON error shape, never HTML."""
-    assert answer.status in statuses, (answer.status, answer.body[:300])
-    assert answer.headers["content-type"] == "application/json"
-    # The app's security headers, on answers made before the app (issue 19).
-    assert answer.headers["x-content-type-options"] == "nosniff"
-    assert answer.headers["content-security-policy"].startswith("default-src 'none'")
-    error = answer.json()["error"]
-    assert set(error) == {"status", "code", "message", "details"}
-    assert error["status"] == answer.status
-    assert answer.ending in ("closed", "reset")
-    return error
 
 
 def test_a_16_mb_request_line_is_refused_at_the_bound_in_json(live_server):

@@ -29,6 +29,7 @@ from searchsvc.serving.serve import ServeError, find_nginx
 from tests.raw_http import (
     SEARCHSVC,
     RawAnswer,
+    assert_json_error,
     chunked_post,
     huge_request_line,
     send_raw,
@@ -59,20 +60,6 @@ def front(tmp_path_factory) -> Iterator[tuple[int, Path]]:
     env = {"PROMETHEUS_MULTIPROC_DIR": str(root / "metrics")}
     with serve(index, log, workers=2, env=env) as (port, _):
         yield port, log
-
-
-def assert_json_error(answer: RawAnswer, *statuses: int) -> dict:
-    """The answer is one of `statuses`, in the JSON error shape, and the connection ended."""
-    assert answer.status in statuses, (answer.status, answer.body[:300])
-    assert answer.headers["content-type"].startswith("application/json")
-    # The app's security headers, on answers made before the app (issue 19).
-    assert answer.headers["x-content-type-options"] == "nosniff"
-    assert answer.headers["content-security-policy"].startswith("default-src 'none'")
-    error = answer.json()["error"]
-    assert set(error) == {"status", "code", "message", "details"}
-    assert error["status"] == answer.status
-    assert answer.ending in ("closed", "reset")
-    return error
 
 
 @pytest.mark.slow
