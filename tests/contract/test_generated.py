@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from searchsvc.backends import open_backend
 from searchsvc.errors import RecordNotFound
 from searchsvc.query import SearchRequest
-from searchsvc.records import Record
+from searchsvc.records import Record, id_problem
 from tests.contract.reference import (
     answered_facets,
     expected_facets,
@@ -34,9 +34,9 @@ CATEGORIES = ("zz.AA", "zz.BB", "yy.CC")
 YEARS = tuple(range(2018, 2024))
 SORTS = ("newest", "oldest", "title", "relevance")
 
-# Ids as records.id_problem allows them: "/" inside, never first.
+# Ids as records.id_problem allows them ("/" inside, never first; no "." or ".." segment).
 _IDS = st.text(string.ascii_letters + string.digits + "._-/:", min_size=1, max_size=12).filter(
-    lambda text: not text.startswith("/")
+    lambda text: id_problem(text) is None
 )
 _CASED_WORDS = st.lists(
     st.tuples(st.sampled_from(VOCABULARY), st.sampled_from([str.lower, str.capitalize, str.upper])),
