@@ -9,6 +9,7 @@ and a real gunicorn's workers boot. No answer names a path or the builder's PID.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -350,9 +351,10 @@ def test_readers_never_take_updates_being_committed_for_damage(tmp_path):
 
 # -- a real gunicorn -------------------------------------------------------------------------
 @pytest.mark.slow
-def test_gunicorn_workers_boot_without_a_good_index(tmp_path):
-    root = Path(build_index(tmp_path / "index"))
-    truncate(root / IndexDirectory(root).live_name())
+@contextlib.contextmanager
+def gunicorn_on(root: Path, tmp_path: Path):
+    """A real gunicorn (2 workers, the project's config) serving `root`: (base URL, process,
+    log file); stopped at the end."""
     port = free_port()
     env = {
         **os.environ,
@@ -363,12 +365,20 @@ def test_gunicorn_workers_boot_without_a_good_index(tmp_path):
     command = [str(GUNICORN), "--config", "python:searchsvc.serving.gunicorn_conf"]
     command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
     log = tmp_path / "gunicorn.log"
-    base = f"http://127.0.0.1:{port}"
     with open(log, "wb") as output:
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
         )
     try:
+        yield f"http://127.0.0.1:{port}", process, log
+    finally:
+        stop_process(process)
+
+
+def test_gunicorn_workers_boot_without_a_good_index(tmp_path):
+    root = Path(build_index(tmp_path / "index"))
+    truncate(root / IndexDirectory(root).live_name())
+    with gunicorn_on(root, tmp_path) as (base, process, log):
         assert wait_until(lambda: requests.get(f"{base}/healthz", timeout=2).ok, 30), (
             log.read_text()
         )
@@ -384,8 +394,6 @@ def test_gunicorn_workers_boot_without_a_good_index(tmp_path):
         build_index(root, (*FIXTURE_RECORDS, NEW_RECORD))
         assert wait_until(lambda: requests.get(f"{base}/readyz", timeout=2).ok, 10)
         assert "Worker failed to boot" not in log.read_text()
-    finally:
-        stop_process(process)
 
 
 def test_a_worker_killed_by_a_file_truncated_under_it_is_replaced_by_one_that_refuses_it(
@@ -394,22 +402,7 @@ def test_a_worker_killed_by_a_file_truncated_under_it_is_replaced_by_one_that_re
     # Truncating a file a worker has memory-mapped kills the worker when a search reads past the
     # new end (SIGBUS). gunicorn starts another, which verifies the generation and answers 503.
     root = Path(build_index(tmp_path / "index"))
-    port = free_port()
-    env = {
-        **os.environ,
-        "SEARCHSVC_INDEX": str(root),
-        "SEARCHSVC_WORKERS": "2",
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
-    }
-    command = [str(GUNICORN), "--config", "python:searchsvc.serving.gunicorn_conf"]
-    command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
-    log = tmp_path / "gunicorn.log"
-    base = f"http://127.0.0.1:{port}"
-    with open(log, "wb") as output:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
-        )
-    try:
+    with gunicorn_on(root, tmp_path) as (base, process, log):
         assert wait_until(lambda: requests.get(f"{base}/readyz", timeout=2).ok, 30), log.read_text()
         truncate(root / IndexDirectory(root).live_name())
         statuses = []
@@ -430,5 +423,3 @@ def test_a_worker_killed_by_a_file_truncated_under_it_is_replaced_by_one_that_re
         assert response.json()["error"]["code"] == "index_unavailable"
         assert requests.get(f"{base}/healthz", timeout=5).status_code == 200
         assert process.poll() is None, log.read_text()
-    finally:
-        stop_process(process)
