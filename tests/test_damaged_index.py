@@ -9,9 +9,7 @@ and a real gunicorn's workers boot. No answer names a path or the builder's PID.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -28,8 +26,8 @@ from searchsvc.backends.whoosh import integrity
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
 from searchsvc.backends.whoosh.store import IndexDirectory, version_token
 from searchsvc.service import SearchService
-from tests.support import FIXTURE_RECORDS, build_index, stop_process
-from tests.test_gunicorn import GUNICORN, ROOT, free_port, wait_until
+from tests.support import FIXTURE_RECORDS, build_index
+from tests.test_gunicorn import serving, wait_until
 
 # Only in the newer generation: found when it is served, not when the previous one is.
 NEW_RECORD = replace(FIXTURE_RECORDS[0], id="2409.00077", title="Zeppelin Routing Revisited")
@@ -351,37 +349,17 @@ def test_readers_never_take_updates_being_committed_for_damage(tmp_path):
 
 # -- a real gunicorn -------------------------------------------------------------------------
 @pytest.mark.slow
-@contextlib.contextmanager
-def gunicorn_on(root: Path, tmp_path: Path):
-    """A real gunicorn (2 workers, the project's config) serving `root`: (base URL, process,
-    log file); stopped at the end."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "SEARCHSVC_INDEX": str(root),
-        "SEARCHSVC_WORKERS": "2",
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
-    }
-    command = [str(GUNICORN), "--config", "python:searchsvc.serving.gunicorn_conf"]
-    command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
-    log = tmp_path / "gunicorn.log"
-    with open(log, "wb") as output:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
-        )
-    try:
-        yield f"http://127.0.0.1:{port}", process, log
-    finally:
-        stop_process(process)
+def gunicorn_on(root: Path, tmp_path: Path, ready: str):
+    """A real gunicorn (2 workers, the project's config) serving `root` once `ready` answers."""
+    env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
+    return serving(root, tmp_path / "gunicorn.log", env, ready=ready)
 
 
 def test_gunicorn_workers_boot_without_a_good_index(tmp_path):
     root = Path(build_index(tmp_path / "index"))
     truncate(root / IndexDirectory(root).live_name())
-    with gunicorn_on(root, tmp_path) as (base, process, log):
-        assert wait_until(lambda: requests.get(f"{base}/healthz", timeout=2).ok, 30), (
-            log.read_text()
-        )
+    log = tmp_path / "gunicorn.log"
+    with gunicorn_on(root, tmp_path, ready="/healthz") as (base, process):
         time.sleep(1)  # long enough for a worker that fails to boot to take the master down
         assert process.poll() is None, log.read_text()
         assert requests.get(f"{base}/metrics", timeout=5).status_code == 200
@@ -402,8 +380,8 @@ def test_a_worker_killed_by_a_file_truncated_under_it_is_replaced_by_one_that_re
     # Truncating a file a worker has memory-mapped kills the worker when a search reads past the
     # new end (SIGBUS). gunicorn starts another, which verifies the generation and answers 503.
     root = Path(build_index(tmp_path / "index"))
-    with gunicorn_on(root, tmp_path) as (base, process, log):
-        assert wait_until(lambda: requests.get(f"{base}/readyz", timeout=2).ok, 30), log.read_text()
+    log = tmp_path / "gunicorn.log"
+    with gunicorn_on(root, tmp_path, ready="/readyz") as (base, process):
         truncate(root / IndexDirectory(root).live_name())
         statuses = []
 

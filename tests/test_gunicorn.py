@@ -75,17 +75,24 @@ def gunicorn(root: Path, *extra_args: str) -> Iterator[tuple[LiveServer, subproc
 
 @contextmanager
 def serving(
-    index_dir: Path, log: Path, env: dict[str, str], extra_args: tuple[str, ...] = ()
+    index_dir: Path | str,
+    log: Path,
+    env: dict[str, str | None],
+    extra_args: tuple[str, ...] = (),
+    ready: str = "/readyz",
+    wait: float = 30,
 ) -> Iterator[tuple[str, subprocess.Popen]]:
-    """The Makefile's gunicorn command (two workers unless `env` says otherwise) serving
-    `index_dir` on a free port, ready; stopped with SIGTERM afterwards if still running."""
+    """The Makefile's gunicorn command (two workers unless `env` says otherwise; a None in
+    `env` unsets the variable) serving the index location `index_dir` on a free port, once
+    `ready` answers (within `wait` s); stopped with SIGTERM afterwards if still running."""
     port = free_port()
-    env = {
+    merged = {
         **os.environ,
         "SEARCHSVC_INDEX": str(index_dir),
         "SEARCHSVC_WORKERS": "2",
         **env,
     }
+    env = {name: value for name, value in merged.items() if value is not None}
     command = [str(GUNICORN), "--config", "python:searchsvc.serving.gunicorn_conf", *extra_args]
     command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
     with open(log, "ab") as output:
@@ -94,11 +101,11 @@ def serving(
         )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        up = wait_until(lambda: requests.get(f"{base_url}/readyz", timeout=2).ok, 30)
+        up = wait_until(lambda: requests.get(f"{base_url}{ready}", timeout=5).ok, wait)
         assert up, log.read_text()
         yield base_url, process
     finally:
-        stop_process(process)
+        stop_process(process, timeout=30)
 
 
 @pytest.fixture(scope="session")

@@ -456,36 +456,17 @@ def test_solr_failures_become_the_services_errors(answer, status, code, message)
 def gunicorn_on(location: str, root: Path) -> Iterator[tuple[str, Path]]:
     """The Makefile's gunicorn (one worker, its default timeout) serving `location`, once it
     answers /healthz (/readyz would not: the index is unavailable); its URL and log."""
-    from tests.test_gunicorn import GUNICORN, ROOT, free_port, wait_until
+    from tests.test_gunicorn import serving
 
-    port = free_port()
     log = root / "gunicorn.log"
     env = {
-        **os.environ,
-        "SEARCHSVC_INDEX": location,
         "SEARCHSVC_WORKERS": "1",
+        "SEARCHSVC_TIMEOUT": None,  # gunicorn's default, which a read must beat
         "PROMETHEUS_MULTIPROC_DIR": str(root / "metrics"),
     }
-    env.pop("SEARCHSVC_TIMEOUT", None)
-    command = [str(GUNICORN), "--config", "python:searchsvc.serving.gunicorn_conf"]
-    command += ["--bind", f"127.0.0.1:{port}", "wsgi:app"]
-    with open(log, "ab") as output:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
-        )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        # The worker warms up first (a search, which waits for Solr's timeout).
-        up = wait_until(lambda: requests.get(f"{base_url}/healthz", timeout=5).ok, 120)
-        assert up, log.read_text()
+    # The worker warms up first (a search, which waits for Solr's timeout).
+    with serving(location, log, env, ready="/healthz", wait=120) as (base_url, _):
         yield base_url, log
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.mark.slow

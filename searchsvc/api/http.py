@@ -50,12 +50,12 @@ def refuse_oversized_requests() -> None:
         try:
             body = request.get_data(cache=True)
             more = len(body) >= limit and request.environ["wsgi.input"].read(1)
-        except (OSError, ValueError) as exc:
-            raise InvalidRequest("the request body is not well-formed chunked data") from exc
         except Exception as exc:
-            # The server's own parse error (gunicorn's InvalidChunkSize and kin), raised as the
-            # body is read: the app does not import the server to name it.
-            if not type(exc).__module__.startswith("gunicorn.http"):
+            # The stream's own errors, or the server's parse errors raised as the body is read
+            # (gunicorn's InvalidChunkSize and kin: the app does not import the server to name
+            # them). Anything else is a fault of ours.
+            server_error = type(exc).__module__.startswith("gunicorn.http")
+            if not (server_error or isinstance(exc, OSError | ValueError)):
                 raise
             raise InvalidRequest("the request body is not well-formed chunked data") from exc
         if more:
