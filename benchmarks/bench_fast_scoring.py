@@ -99,7 +99,7 @@ FILTER_DENSITY = 0.3  # the filtered mode allows a seeded 30% of the documents
 def run(root: Path, corpus, count: int, k: int) -> None:
     import numpy as np
 
-    from searchsvc.backends.whoosh.accel.array_scoring import Bm25, extract_terms, rank
+    from searchsvc.backends.whoosh.accel.array_scoring import extract_terms, model_of, rank
     from searchsvc.backends.whoosh.accel.lexicon import Lexicon
     from searchsvc.backends.whoosh.accel.snapshot_postings import SnapshotArrays
     from searchsvc.backends.whoosh.queries.compile import compile_query
@@ -110,7 +110,7 @@ def run(root: Path, corpus, count: int, k: int) -> None:
     index = IndexDirectory(root).open()
     searcher = index.searcher(weighting=weighting())
     reader = searcher.reader()
-    bm25 = Bm25.of(searcher.weighting)
+    model = model_of(searcher.weighting)
     doc_count = reader.doc_count_all()
 
     lexicons: dict[str, Lexicon] = {}
@@ -151,7 +151,7 @@ def run(root: Path, corpus, count: int, k: int) -> None:
     # -- latency --------------------------------------------------------------------------------
     arrays = SnapshotArrays(reader)
     for _, _, terms in warm_up + timed_set:
-        rank(arrays, reader, terms, k=k, bm25=bm25)  # warm: every posting list cached
+        rank(arrays, reader, terms, k=k, model=model)  # warm: every posting list cached
     for _, q, _ in warm_up:
         searcher.search(q, limit=k)
 
@@ -168,11 +168,11 @@ def run(root: Path, corpus, count: int, k: int) -> None:
         return searcher.search(q, limit=k, filter=allowed)
 
     def fast(q, terms, mask):
-        return rank(arrays, reader, terms, mask=mask, k=k, bm25=bm25)
+        return rank(arrays, reader, terms, mask=mask, k=k, model=model)
 
     def fast_uncached(q, terms, mask):
         arrays.clear_postings()
-        return rank(arrays, reader, terms, mask=mask, k=k, bm25=bm25)
+        return rank(arrays, reader, terms, mask=mask, k=k, model=model)
 
     modes = [
         ("Whoosh search(limit=k)", whoosh_top, None),
@@ -188,7 +188,7 @@ def run(root: Path, corpus, count: int, k: int) -> None:
         log(f"timing: {label} ...")
         if function is fast:
             for _, _, terms in timed_set:  # the uncached mode emptied the cache
-                rank(arrays, reader, terms, k=k, bm25=bm25)
+                rank(arrays, reader, terms, k=k, model=model)
         wall: dict[str, list[float]] = defaultdict(list)
         cpu: dict[str, list[float]] = defaultdict(list)
         gc.collect()
@@ -212,10 +212,10 @@ def run(root: Path, corpus, count: int, k: int) -> None:
     )
 
     # -- agreement ------------------------------------------------------------------------------
-    agreement(searcher, arrays, reader, timed_set, k, bm25, rank)
+    agreement(searcher, arrays, reader, timed_set, k, model, rank)
 
     # -- memory -----------------------------------------------------------------------------------
-    memory(reader, arrays, SnapshotArrays, timed_set, k, bm25, rank)
+    memory(reader, arrays, SnapshotArrays, timed_set, k, model, rank)
     searcher.close()
     index.close()
 
@@ -280,7 +280,7 @@ import json, sys, time
 started = time.perf_counter()
 from searchsvc.backends.whoosh.accel.snapshot_postings import arrays_for
 from searchsvc.backends.whoosh.ranking import weighting
-from searchsvc.backends.whoosh.accel.array_scoring import Bm25, TermQuery, rank
+from searchsvc.backends.whoosh.accel.array_scoring import TermQuery, model_of, rank
 from searchsvc.backends.whoosh.store import IndexDirectory
 imported = time.perf_counter()
 searcher = IndexDirectory(sys.argv[1]).open().searcher(weighting=weighting())
@@ -288,11 +288,11 @@ reader = searcher.reader()
 opened = time.perf_counter()
 fields = (("content", 1.0), ("author_names", 0.5))
 terms = TermQuery.any_of([(f, w, b) for w in sys.argv[2].split() for f, b in fields])
-bm25 = Bm25.of(searcher.weighting)
+model = model_of(searcher.weighting)
 first_started = time.perf_counter()
-page = rank(arrays_for(reader), reader, terms, k=10, bm25=bm25)
+page = rank(arrays_for(reader), reader, terms, k=10, model=model)
 ranked = time.perf_counter()
-page = rank(arrays_for(reader), reader, terms, k=10, bm25=bm25)
+page = rank(arrays_for(reader), reader, terms, k=10, model=model)
 again = time.perf_counter()
 print(json.dumps({"import_ms": (imported - started) * 1e3, "open_ms": (opened - imported) * 1e3,
                   "first_rank_ms": (ranked - first_started) * 1e3,
@@ -320,14 +320,14 @@ def cold_start(root: Path) -> str:
     return f"query stems: `{_COLD_QUERY}`\n\n" + format_table(["figure", "value"], rows)
 
 
-def agreement(searcher, arrays, reader, timed_set, k, bm25, rank) -> None:
+def agreement(searcher, arrays, reader, timed_set, k, model, rank) -> None:
     """How often the fast top-k is Whoosh's, exactly and up to ties; largest score difference."""
     import numpy as np
 
     same, same_up_to_ties, same_totals = 0, 0, 0
     max_relative = 0.0
     for _, q, terms in timed_set:
-        page = rank(arrays, reader, terms, k=k, bm25=bm25)
+        page = rank(arrays, reader, terms, k=k, model=model)
         results = searcher.search(q, limit=k)
         whoosh_docs = [docnum for _, docnum in results.top_n]
         whoosh_scores = np.asarray([score for score, _ in results.top_n])
@@ -355,7 +355,7 @@ def agreement(searcher, arrays, reader, timed_set, k, bm25, rank) -> None:
     )
 
 
-def memory(reader, arrays, snapshot_arrays, timed_set, k, bm25, rank) -> None:
+def memory(reader, arrays, snapshot_arrays, timed_set, k, model, rank) -> None:
     """Bytes held by the caches after the query set, and if every posting list were decoded."""
     rows = [
         ["posting lists cached after the query set", _mb(arrays.postings_nbytes)],

@@ -5,9 +5,10 @@
 The search core answers each claim with `SearchRequest(q=claim, per_page=100, facets=(),
 highlight=False)`; SQLite FTS5 (porter unicode61, bm25, OR of the claim's words) and plain
 Whoosh (BM25F over separate title/abstract fields, and over one combined field) run the same
-queries on the same corpus in the same run. `--set BM25_B=0.9` overrides a backend module
-constant for searchsvc; `--sweep` grid-searches BM25_B and BM25_K1 on the train split (tune
-here, never on the test split) with a vectorised copy of Whoosh's BM25F.
+queries on the same corpus in the same run. `--set DFR_C=1.5` overrides a backend module
+constant for searchsvc; `--sweep` grid-searches BM25's B and K1 on the train split (tune here,
+never on the test split) with a vectorised copy of Whoosh's BM25F, for comparison with the
+backend's divergence-from-randomness ranking.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ DEPTH = 100
 # Each row: label, engine name, adapter options.
 VARIANTS: dict[str, tuple[str, dict]] = {
     "searchsvc": ("searchsvc", {}),
+    "searchsvc_hybrid": ("searchsvc", {"mode": "hybrid"}),
+    "searchsvc_semantic": ("searchsvc", {"mode": "semantic"}),
     "searchsvc_solr": ("searchsvc_solr", {}),
     "fts5": ("fts5", {}),
     "plain_whoosh_fields": ("plain_whoosh", {"fields": ("title", "abstract")}),
@@ -44,7 +47,9 @@ VARIANTS: dict[str, tuple[str, dict]] = {
 }
 DEFAULT_VARIANTS = tuple(VARIANTS)
 VARIANT_NOTES = {
-    "searchsvc": "search core, SearchRequest(q=claim, per_page=100)",
+    "searchsvc": "search core, SearchRequest(q=claim, per_page=100), lexical",
+    "searchsvc_hybrid": "the same, mode=hybrid (all-MiniLM-L6-v2 int8 vectors, fused)",
+    "searchsvc_semantic": "the same, mode=semantic (nearest 100 by vector)",
     "searchsvc_solr": "the same request on SolrCloud (2 shards x 2 replicas)",
     "fts5": "SQLite FTS5, porter unicode61, bm25(), OR of words",
     "plain_whoosh_fields": "Whoosh BM25F, title and abstract as separate fields, OR",
@@ -146,7 +151,104 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.sweep:
         sweep(data)
+    if args.fusion_sweep:
+        fusion_sweep(data)
     return 0
+
+
+FUSION_WEIGHTS = tuple(round(0.1 * step, 1) for step in range(11))
+RRF_K = 60
+
+
+def fusion_sweep(data: RelevanceSet) -> None:
+    """Hybrid fusions over the same candidates (the lexical top FUSION_DEPTH with their BM25
+    scores, the SEMANTIC_DEPTH nearest by vector, every candidate's cosine): searchsvc's
+    weighted fusion (hybrid.fused_score) at each LEXICAL_WEIGHT, min-max normalised scores, and
+    reciprocal-rank fusion, best first. Train split only: the weight is picked here."""
+    import numpy as np
+
+    from searchsvc import hybrid
+    from searchsvc.embeddings.scan import cosines, nearest
+    from searchsvc.query import SearchRequest
+
+    engine = open_variant("searchsvc_hybrid", data)
+    backend, encoder = engine.backend, engine.encoder
+    with backend._searchers.view() as view:
+        table = view.vectors
+        allowed = table.present & view.facets.live
+        ids = [view.searcher.stored_fields(d)["id"] for d in range(len(table.present))]
+    candidates = []
+    for query_id, text in data.queries.items():
+        request = SearchRequest(
+            q=text, per_page=hybrid.FUSION_DEPTH, facets=(), highlight=False, mode="lexical"
+        )
+        lexical = [(h.record.id, float(h.score or 0.0)) for h in backend.search(request).hits]
+        scores = cosines(table.vectors, encoder.embed_query(text))
+        near = nearest(scores, allowed, hybrid.SEMANTIC_DEPTH)
+        cosine_of = {ids[d]: float(scores[d]) for d in range(len(ids))}
+        semantic = [ids[d] for d in near]
+        candidates.append((query_id, lexical, semantic, cosine_of))
+    engine.close()
+
+    def score(rank) -> tuple[float, float]:
+        ndcgs, recalls = [], []
+        for query_id, lexical, semantic, cosine_of in candidates:
+            ranked = rank(lexical, semantic, cosine_of)
+            ndcgs.append(ndcg_at(ranked, data.qrels[query_id]))
+            recalls.append(recall_at(ranked, data.qrels[query_id], DEPTH))
+        return statistics.fmean(ndcgs), statistics.fmean(recalls)
+
+    def weighted(weight: float):
+        def rank(lexical, semantic, cosine_of):
+            hybrid.LEXICAL_WEIGHT = weight
+            pool = {doc for doc, _ in lexical} | set(semantic)
+            return [doc for doc, _ in hybrid.fuse(lexical, {d: cosine_of[d] for d in pool})]
+
+        return rank
+
+    def min_max(weight: float):
+        def rank(lexical, semantic, cosine_of):
+            pool = sorted({doc for doc, _ in lexical} | set(semantic))
+            bm25 = dict(lexical)
+            lex = np.array([bm25.get(d, 0.0) for d in pool])
+            cos = np.array([cosine_of[d] for d in pool])
+
+            def scaled(x):
+                spread = x.max() - x.min()
+                return (x - x.min()) / spread if spread > 0 else np.zeros_like(x)
+
+            fused = weight * scaled(lex) + (1 - weight) * scaled(cos)
+            return [pool[i] for i in np.argsort(-fused, kind="stable")]
+
+        return rank
+
+    def reciprocal_rank(lexical, semantic, cosine_of):
+        fused: dict[str, float] = {}
+        for ranking in ([d for d, _ in lexical], semantic):
+            for rank, doc in enumerate(ranking):
+                fused[doc] = fused.get(doc, 0.0) + 1.0 / (RRF_K + rank + 1)
+        return sorted(fused, key=lambda d: -fused[d])
+
+    kept = hybrid.LEXICAL_WEIGHT
+    rows = []
+    for weight in FUSION_WEIGHTS:
+        rows.append((*score(weighted(weight)), "searchsvc (BM25 / best BM25, cosine)", weight))
+        rows.append((*score(min_max(weight)), "min-max of both", weight))
+    hybrid.LEXICAL_WEIGHT = kept
+    rows.append((*score(reciprocal_rank), f"reciprocal rank, k={RRF_K}", "-"))
+    rows.append((*score(lambda lexical, s, c: [d for d, _ in lexical]), "lexical alone", "-"))
+    rows.append((*score(lambda lexical, semantic, c: semantic), "semantic alone", "-"))
+    rows.sort(key=lambda row: -row[0])
+    print_section(
+        "Fusion sweep (train split), best first",
+        format_table(
+            ["nDCG@10", "Recall@100", "fusion", "LEXICAL_WEIGHT"],
+            [[f"{n:.4f}", f"{r:.4f}", *rest] for n, r, *rest in rows],
+        )
+        + f"\n\nCandidates per claim: the lexical top {hybrid.FUSION_DEPTH} (BM25) and the "
+        f"{hybrid.SEMANTIC_DEPTH} nearest by vector (int8 all-MiniLM-L6-v2). The current "
+        f"LEXICAL_WEIGHT is {kept}.",
+    )
 
 
 def sweep(data: RelevanceSet) -> None:
@@ -175,13 +277,13 @@ def sweep(data: RelevanceSet) -> None:
         )
         + f"\n\nScored by Whoosh's BM25F formula over searchsvc's ranked field ({GRID_FIELD}), "
         "or title and abstract as separate fields (plain Whoosh's BM25F), in numpy, from the "
-        "searchsvc index's postings and (quantised) field lengths; the "
-        "`whoosh` IDF row at the backend's current constants should match the searchsvc row "
-        "above. IDF `whoosh` is Whoosh's log(N/(n+1))+1; `lucene` is log(1+(N-n+0.5)/(n+0.5)) "
+        "searchsvc index's postings and (quantised) field lengths. Until 2026-12-01 the "
+        "backend ranked by BM25 with the `lucene` IDF, B 0.6, K1 1.2 (0.7014 then); it now "
+        "ranks by divergence from randomness, which beat every row here (benchmarks/README.md). "
+        "IDF `whoosh` is Whoosh's log(N/(n+1))+1; `lucene` is log(1+(N-n+0.5)/(n+0.5)) "
         "(Lucene, Anserini's BEIR baseline); `fts5` is FTS5's log((N-n+0.5)/(n+0.5)), at "
-        "least 1e-6. Both weigh common words far less than Whoosh's. Only BM25_B and BM25_K1 "
-        "are backend constants; another IDF needs a weighting model in the backend. Confirm "
-        "a choice with `--engines searchsvc --set BM25_B=... --set BM25_K1=...`.",
+        "least 1e-6. Both weigh common words far less than Whoosh's. The backend's own "
+        "constant: `--engines searchsvc --set DFR_C=...`.",
     )
 
 
@@ -278,6 +380,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="override a backend module constant for searchsvc (Python literal value)",
     )
     parser.add_argument("--sweep", action="store_true", help="grid-search searchsvc's constants")
+    parser.add_argument(
+        "--fusion-sweep",
+        action="store_true",
+        help="grid-search hybrid fusion (LEXICAL_WEIGHT, and other fusions for comparison)",
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.engines if name not in VARIANTS]
     if unknown:

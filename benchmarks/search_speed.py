@@ -308,7 +308,7 @@ def print_exactness(engines, queries, answers, modes: list[str]) -> None:
                 overlap_rows,
             )
             + "\n\nplain Whoosh searches title, abstract and author names as separate fields;"
-            " the exact-ranking row ranks with searchsvc's own fields, boosts and BM25 constants"
+            " the exact-ranking row ranks with searchsvc's own fields, boosts and weighting model"
             " by stock Whoosh, so it should agree fully unless searchsvc ranks differently.",
         )
 
@@ -346,16 +346,16 @@ def same_top_values(listed, expected) -> bool:
 
 
 def searchsvc_ranking_oracle(plain: Engine):
-    """Stock Whoosh ranking with searchsvc's ranked fields, boosts and BM25 constants, on the
+    """Stock Whoosh ranking with searchsvc's ranked fields, boosts and weighting model, on the
     plain Whoosh index (same analysis): the exact ranking a fast path must reproduce."""
     try:
-        from searchsvc.backends.whoosh import ranking as backend_queries
+        from searchsvc.backends import ranked_fields
+        from searchsvc.backends.whoosh.ranking import weighting as searchsvc_weighting
         from searchsvc.query import SEARCH_FIELDS
 
-        fields = backend_queries.index_fields(SEARCH_FIELDS)
-        boosts = {name: backend_queries.FIELD_BOOSTS.get(name, 1.0) for name in fields}
-        b, k1 = backend_queries.BM25_B, backend_queries.BM25_K1
-        weighting = backend_queries.weighting()
+        fields = ranked_fields.index_fields(SEARCH_FIELDS)
+        boosts = {name: ranked_fields.FIELD_BOOSTS.get(name, 1.0) for name in fields}
+        weighting = searchsvc_weighting()
     except (ImportError, AttributeError) as exc:
         log(f"no exact-ranking oracle: {exc}")
         return None
@@ -363,7 +363,7 @@ def searchsvc_ranking_oracle(plain: Engine):
     ranker.open()
     label = (
         f"exact {type(weighting).__name__} (stock Whoosh scoring) with searchsvc's fields "
-        f"{fields}, boosts {boosts}, B={b}, K1={k1}"
+        f"{fields}, boosts {boosts}, {vars(weighting)}"
     )
     return label, ranker
 

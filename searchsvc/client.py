@@ -383,4 +383,5 @@ def _search_result(body: dict[str, Any]) -> SearchResult:
         facets={name: _facet_values(values) for name, values in body["facets"].items()},
         took_ms=body["took_ms"],
         suggestion=body["suggestion"],
+        mode=body.get("mode", "lexical"),
     )

@@ -51,6 +51,19 @@ class IndexUnavailable(SearchsvcError):
     code = "index_unavailable"
 
 
+class ModeUnavailable(SearchsvcError):
+    """The search mode asked for needs what this index lacks (vectors for hybrid or semantic):
+    a valid request the index cannot serve as it is."""
+
+    code = "mode_unavailable"
+
+
+class ModelUnavailable(SearchsvcError):
+    """The embedding model that semantic and hybrid search need is not installed here."""
+
+    code = "model_unavailable"
+
+
 class SourceError(SearchsvcError):
     """An input file cannot be read at all (missing, unreadable, empty, unknown format)."""
 

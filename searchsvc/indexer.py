@@ -21,7 +21,8 @@ from tqdm import tqdm
 
 from searchsvc.backends import SearchBackend, WriteResult, open_backend
 from searchsvc.backends.contract import unique_by_id
-from searchsvc.errors import BuildInProgress, IndexUnavailable, SourceError
+from searchsvc.embeddings import model_installed, model_zip
+from searchsvc.errors import BuildInProgress, IndexUnavailable, InvalidRequest, SourceError
 from searchsvc.records import Deduplicator, Record
 from searchsvc.sources import Skipped, read_records
 from searchsvc.tasks import MAX_WAIT_SECONDS, TaskQueue, TaskWriter
@@ -97,11 +98,14 @@ def build_index(
     procs: int | None = None,
     queue: TaskQueue | None = None,
     replace: bool = False,
+    vectors: bool | None = None,
 ) -> BuildSummary:
     """Build a fresh index of `sources` at `index` and swap it in; the old one stays on error.
 
     `index` is a location (a path, `whoosh:///...`) or an open backend. `progress` None shows
     a progress bar only when stderr is a terminal; `procs` None lets the engine choose.
+    `vectors` (embeddings for hybrid and semantic search): None makes them when the embedding
+    model is installed; True requires it (ModelUnavailable names the install command).
 
     With the index's task `queue`, the build holds the queue's writer off while it runs (queued
     writes are applied after the swap, to the new index) and keeps the records written through
@@ -113,12 +117,13 @@ def build_index(
         backend.check_writable()
         collected = _read_sources(sources, format, _show_progress(progress))
         metadata = _source_metadata(sources, format)
+        with_vectors = wants_vectors(vectors)
         if queue is None:
-            return _build(backend, collected, started, progress, procs, metadata)
+            return _build(backend, collected, started, progress, procs, metadata, with_vectors)
         with queue.apply_lock():
             kept = [] if replace else _written_records(backend, queue)
             collected.records = unique_by_id([*collected.records, *kept])
-            summary = _build(backend, collected, started, progress, procs, metadata)
+            summary = _build(backend, collected, started, progress, procs, metadata, with_vectors)
             if replace:
                 queue.forget_written()
         return dataclasses.replace(summary, kept_written=len(kept))
@@ -140,13 +145,34 @@ def build_index_from_records(
     index: Location,
     progress: bool | None = None,
     procs: int | None = None,
+    vectors: bool | None = None,
 ) -> BuildSummary:
     """`build_index` for records already in memory (or any iterable that yields them)."""
     started = time.perf_counter()
     with _opened(index) as backend:
         backend.check_writable()
         collected = _deduplicate(records)
-        return _build(backend, collected, started, progress, procs, {"sources": []})
+        with_vectors = wants_vectors(vectors)
+        return _build(backend, collected, started, progress, procs, {"sources": []}, with_vectors)
+
+
+# Whether builds make vectors when not told: auto (when the model is installed), on, off.
+VECTORS_ENV = "SEARCHSVC_VECTORS"
+
+
+def wants_vectors(vectors: bool | None) -> bool:
+    """Whether a build makes vectors: as asked, else as $SEARCHSVC_VECTORS says (auto: when
+    the embedding model is installed)."""
+    if vectors is None:
+        setting = os.environ.get(VECTORS_ENV, "auto").strip().lower() or "auto"
+        if setting not in ("auto", "on", "off"):
+            raise InvalidRequest(f"{VECTORS_ENV} must be auto, on or off, not {setting!r}")
+        if setting == "auto":
+            return model_installed()
+        vectors = setting == "on"
+    if vectors:
+        model_zip()  # ModelUnavailable, naming the install command, before any work
+    return vectors
 
 
 def update_index(
@@ -278,12 +304,17 @@ def _build(
     progress: bool | None,
     procs: int | None,
     metadata: dict[str, Any],
+    vectors: bool = False,
 ) -> BuildSummary:
     _fail_if_empty(collected)
     metadata["counts"] = _counts(collected)
     with _writing_bar(collected, progress) as bar:
         result = backend.rebuild(
-            collected.records, metadata=metadata, procs=procs, progress=_BarProgress(bar)
+            collected.records,
+            metadata=metadata,
+            procs=procs,
+            progress=_BarProgress(bar),
+            vectors=vectors,
         )
     return _summary(backend, collected, started, result)
 
@@ -373,4 +404,7 @@ class _BarProgress:
         self.bar.update(count)
 
     def stage(self, name: str) -> None:
+        # Embedding and indexing each go through every record: a bar of its own for each.
+        if name in ("embedding", "indexing"):
+            self.bar.reset(total=self.bar.total)
         self.bar.set_description("committing" if name == "commit" else name)

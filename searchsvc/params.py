@@ -17,6 +17,7 @@ from webargs.fields import DelimitedList
 
 from searchsvc.errors import InvalidRequest
 from searchsvc.facets import CROSSLISTS, FACET_NAMES, FACETS, Facet
+from searchsvc.hybrid import MODES, SEMANTIC_DEPTH
 from searchsvc.query import (
     DEFAULT_FACET_SIZE,
     DEFAULT_PER_PAGE,
@@ -74,10 +75,10 @@ class _SearchParamsSchema(Schema):
     """The parameters every search takes besides the facet filters (added from FACETS)."""
 
     q = query_text_field(
-        'Query text: words (any may match, ranked BM25), "phrases", AND/OR/NOT, (groups), '
-        "wildcards*, fuzzy~, field:word (title, abstract, author, category, subject, year; "
-        "category:cs is every cs.* record). Empty: every record. A malformed query is a 400 "
-        "whose details give the position of the problem."
+        "Query text: words (any may match; more, and rarer, matched words rank higher), "
+        '"phrases", AND/OR/NOT, (groups), wildcards*, fuzzy~, field:word (title, abstract, '
+        "author, category, subject, year; category:cs is every cs.* record). Empty: every "
+        "record. A malformed query is a 400 whose details give the position of the problem."
     )
     # No load_default for these three: absent means SearchRequest's own default (None), and a
     # null default would document them as nullable.
@@ -107,7 +108,10 @@ class _SearchParamsSchema(Schema):
     facet_size = fields.Integer(
         load_default=DEFAULT_FACET_SIZE,
         validate=validate.Range(1, MAX_FACET_SIZE),
-        metadata={"description": "Values per facet."},
+        metadata={
+            "description": "Values per facet: the most frequent, ties by value. A selected "
+            "value they leave out is listed after them (beyond this number), with its count."
+        },
     )
     highlight = fields.Boolean(
         load_default=True, metadata={"description": "Mark matched words in title and abstract."}
@@ -130,6 +134,17 @@ class _SearchParamsSchema(Schema):
         metadata={
             "description": "exclude: the category and subject filters and counts see each "
             "record's primary category only (its first); include: every category."
+        },
+    )
+
+    mode = fields.String(
+        validate=validate.OneOf(MODES),
+        metadata={
+            "description": "lexical: records with the query's words, by how well they match. "
+            f"semantic: the {SEMANTIC_DEPTH} records nearest the query's meaning (embeddings) "
+            "that pass the filters. hybrid: both, the best of each ranked together; total and "
+            "facet counts are over that union. Default: hybrid where the index has vectors, "
+            "else lexical (the result's `mode` says which ran). Filters are exact in every mode."
         },
     )
 
@@ -258,6 +273,8 @@ def query_params(request: SearchRequest, *, omit: tuple[str, ...] = ()) -> list[
         pairs.append(("fields", ",".join(request.fields)))
     if request.crosslists != "include":
         pairs.append(("crosslists", request.crosslists))
+    if request.mode is not None:
+        pairs.append(("mode", request.mode))
     return [pair for pair in pairs if pair[0] not in omit]
 
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
 from searchsvc.errors import InvalidRequest, UnknownFacet
 from searchsvc.facets import CROSSLISTS, FACET_NAMES, facet_named
+from searchsvc.hybrid import MODES
 from searchsvc.querylang import QueryTree, parse_query
 from searchsvc.records import MAX_YEAR, MIN_YEAR, Record
+from searchsvc.texts import fold
 
 SORTS = ("relevance", "newest", "oldest", "title")
 SEARCH_FIELDS = ("title", "abstract", "authors")
@@ -48,6 +50,9 @@ class SearchRequest:
     fields: tuple[str, ...] = SEARCH_FIELDS
     # `exclude`: subject filters and counts (category, subject) see primary categories only.
     crosslists: str = "include"
+    # lexical | hybrid | semantic (hybrid.py); None: hybrid where the index has vectors and
+    # there is a query, lexical otherwise (the service decides: SearchService.search_request).
+    mode: str | None = None
     tree: QueryTree = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -62,6 +67,7 @@ class SearchRequest:
         object.__setattr__(self, "filters", _checked_filters(self.filters))
         _check_choice("sort", self.sort, SORTS, allow_none=True)
         _check_choice("crosslists", self.crosslists, CROSSLISTS)
+        _check_choice("mode", self.mode, MODES, allow_none=True)
         for facet in self.facets:
             _check_choice("facets", facet, FACET_NAMES)
         if not self.fields:
@@ -123,6 +129,7 @@ class SearchRequest:
                 "highlight": self.highlight,
                 "fields": list(self.fields),
                 "crosslists": self.crosslists,
+                "mode": self.mode,
             }
         )
         return data
@@ -214,6 +221,26 @@ class FacetValue:
         }
 
 
+def with_selected(
+    top: Iterable[FacetValue], selected: Iterable[str], count: Callable[[str], int]
+) -> tuple[FacetValue, ...]:
+    """A facet's top values, then the selected values they leave out, flagged, each with
+    `count(value)` (the records its filter selects, counted as the facet's values are: 0 when
+    none), most records first, ties by value."""
+    # A reader sees every value they selected, to unselect it, and the top N stays what it is
+    # without the selection: the values it leaves out (ranked beyond it, or matching nothing)
+    # come after it, beyond facet_size. A value it lists under another spelling is not listed
+    # again: filters match case- and accent-insensitively.
+    top = tuple(top)
+    listed = {fold(value.value) for value in top if value.selected}
+    missing: dict[str, str] = {}
+    for value in selected:
+        if fold(value) not in listed:
+            missing.setdefault(fold(value), value)
+    extra = [FacetValue(value, count(value), True) for value in missing.values()]
+    return top + tuple(sorted(extra, key=lambda value: (-value.count, value.value)))
+
+
 def labelled(facet: str, values: Iterable[FacetValue]) -> tuple[FacetValue, ...]:
     """`values` of `facet` with their labels and parents (subjects named from the taxonomy)."""
     describe = facet_named(facet).describe
@@ -254,6 +281,8 @@ class SearchResult:
     facets: dict[str, tuple[FacetValue, ...]]
     took_ms: float
     suggestion: str | None = None
+    # The mode that ranked these hits: the request's, or the one the service chose for it.
+    mode: str = "lexical"
 
     @property
     def page(self) -> int:
@@ -280,6 +309,7 @@ class SearchResult:
                 name: [value.to_dict() for value in values] for name, values in self.facets.items()
             },
             "suggestion": self.suggestion,
+            "mode": self.mode,
         }
 
 

@@ -14,6 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 from searchsvc.backends import SearchBackend, WriteResult, open_backend
+from searchsvc.embeddings import shared_encoder
+from searchsvc.errors import ModelUnavailable, ModeUnavailable
 from searchsvc.facets import CROSSLISTS, FACET_NAMES
 from searchsvc.query import (
     DEFAULT_FACET_SIZE,
@@ -72,6 +74,7 @@ class SearchService:
         highlight: bool = True,
         fields: Iterable[str] = SEARCH_FIELDS,
         crosslists: str = "include",
+        mode: str | None = None,
         **filters: Iterable[str | int] | str | int,
     ) -> SearchResult:
         """One page of ranked, filtered, faceted and highlighted hits.
@@ -81,6 +84,8 @@ class SearchService:
         takes a category, archive or group (`category="cs"` is every cs.* record);
         `crosslists="exclude"` keeps subject filters and counts to primary categories.
         Facet values carry `label` and `parent` (subjects named from arXiv's taxonomy).
+        `mode` is lexical, hybrid or semantic (searchsvc.hybrid); by default hybrid where the
+        index has vectors, else lexical. `result.mode` says which one ranked the hits.
         """
         request = SearchRequest.from_params(
             q,
@@ -95,14 +100,58 @@ class SearchService:
             highlight=highlight,
             fields=fields,
             crosslists=crosslists,
+            mode=mode,
         )
         return self.search_request(request)
 
     def search_request(self, request: SearchRequest) -> SearchResult:
         """Run an already-built SearchRequest."""
-        result = self.backend.search(request)
+        mode = self.mode_for(request)
+        vector = None
+        if mode != "lexical":
+            vector = shared_encoder(threads=1).embed_query(request.q)
+        resolved = replace(request, mode=mode)
+        # Lexical requests reach the engine as before vectors existed (an engine of another
+        # package may not take a vector).
+        if vector is None:
+            result = self.backend.search(resolved)
+        else:
+            result = self.backend.search(resolved, vector)
         facets = {name: labelled(name, values) for name, values in result.facets.items()}
         return replace(result, facets=facets)
+
+    def mode_for(self, request: SearchRequest) -> str:
+        """The mode a request runs in: the one asked for, else hybrid where the index has
+        vectors made by the installed model, else lexical. No query text: lexical (nothing
+        to mean). Asking for hybrid or semantic where they cannot run is an error that says
+        why; the default never fails for want of vectors or of the model."""
+        if not request.q.strip():
+            return "lexical"
+        if request.mode == "lexical":
+            return "lexical"
+        model = self.backend.vector_model()
+        if model is None:
+            if request.mode is None:
+                return "lexical"
+            raise ModeUnavailable(
+                f"mode={request.mode} needs an index with vectors, and this one has none "
+                "(rebuild it with the embedding model installed: searchsvc index --vectors)",
+                parameter="mode",
+            )
+        try:
+            encoder = shared_encoder(threads=1)
+        except ModelUnavailable:
+            if request.mode is None:
+                return "lexical"
+            raise
+        if encoder.fingerprint != model:
+            if request.mode is None:
+                return "lexical"
+            raise ModelUnavailable(
+                f"mode={request.mode}: the index's vectors were made by another model version "
+                "than the one installed; rebuild the index"
+            )
+        return request.mode or "hybrid"
 
     def get(self, record_id: str) -> Record:
         """The record with this id; raises RecordNotFound."""
@@ -165,6 +214,10 @@ class SearchService:
                 SearchRequest(per_page=1, crosslists=crosslists, filters={"subject": ("cs",)})
             )
         self.backend.search(SearchRequest(q=_UNKNOWN_WORD, per_page=1, facets=()))
+        # The embedding model (loading it takes most of a second) and the index's vectors.
+        request = SearchRequest(q="a", per_page=1)
+        if self.mode_for(request) != "lexical":
+            self.search_request(request)
 
     def version(self) -> str:
         """A token that changes whenever the index content changes."""

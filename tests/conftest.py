@@ -19,6 +19,11 @@ SEEDS_DIR = ROOT / "seeds"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 KAGGLE_SAMPLE = SHARED_DATA / "arxiv-kaggle-sample" / "arxiv-metadata-oai-snapshot.head200.json"
 
+# Embedding every record costs about 30 ms on these machines: indexes the tests build are
+# lexical unless a test asks for vectors (tests/test_modes.py and the contract's mode tests
+# do, with vectors=True); the servers and commands the tests start inherit this.
+os.environ.setdefault("SEARCHSVC_VECTORS", "off")
+
 
 @pytest.fixture(scope="session")
 def seeds_dir() -> Path:

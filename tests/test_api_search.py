@@ -39,7 +39,9 @@ def test_search_response_has_the_documented_shape(client):
         "hits",
         "facets",
         "suggestion",
+        "mode",
     ]
+    assert body["mode"] == "lexical"  # the fixture index has no vectors
     hit = body["hits"][0]
     assert hit["id"] == "2301.00001"
     for name in ("title", "abstract", "authors", "year", "categories", "source", "url"):
@@ -62,6 +64,7 @@ def test_search_response_has_the_documented_shape(client):
         "highlight": True,
         "fields": list(SEARCH_FIELDS),
         "crosslists": "include",
+        "mode": "lexical",
     }
 
 
@@ -119,6 +122,16 @@ def test_selected_facet_values_are_marked(client):
         "parent": None,
     }
     assert values["Shivaram Venkataraman"]["selected"] is False
+
+
+def test_a_selected_value_outside_the_top_n_follows_it_with_its_count(client):
+    body = search(client, {"category": "hep-ph", "facets": "category", "facet_size": 1})
+    assert [(v["value"], v["count"], v["selected"]) for v in body["facets"]["category"]] == [
+        ("cs.DC", 2, False),
+        ("hep-ph", 1, True),
+    ]
+    assert body["facets"]["category"][1]["label"] == "High Energy Physics - Phenomenology"
+    assert body["query"]["facet_size"] == 1
 
 
 def test_empty_facets_parameter_counts_no_facets(client):
@@ -251,7 +264,9 @@ def test_the_echoed_query_is_the_translators_request(client):
 
     pairs = [("q", "learning"), ("category", "cs.DC"), ("year", "2023"), ("sort", "oldest")]
     body = search(client, pairs)
-    assert body["query"] == search_request_from(MultiDict(pairs)).to_dict()
+    # As translated, with the mode the service chose (the fixture index has no vectors).
+    expected = search_request_from(MultiDict(pairs)).to_dict() | {"mode": "lexical"}
+    assert body["query"] == expected
     assert body["query"]["category"] == ["cs.DC"] and body["query"]["year"] == [2023]
 
 

@@ -194,6 +194,13 @@ def test_subject_options_take_any_level_and_no_crosslists_keeps_to_primary_categ
     assert "subject: cs Computer Science (4)" in shown
 
 
+def test_a_selected_value_is_printed_even_outside_the_counts(run):
+    result = run("learning", "--year", "2007")
+    assert result.exit_code == 0, result.output
+    assert "0 records" in result.output
+    assert "year: 2022 (1) · 2023 (1) · 2007 (0)" in result.output
+
+
 def test_repeated_facet_options_are_or_within_a_facet(run):
     result = run("", "--category", "cs.NI", "--category", "hep-ph", "--json")
     data = json.loads(result.output)

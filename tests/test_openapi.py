@@ -95,8 +95,10 @@ def test_search_parameters_and_errors_are_documented(spec):
         "fields",
         "subject",
         "crosslists",
+        "mode",
     }
     assert parameters["crosslists"]["schema"]["enum"] == ["include", "exclude"]
+    assert parameters["mode"]["schema"]["enum"] == ["lexical", "hybrid", "semantic"]
     assert parameters["author"]["explode"] is True  # repeatable
     assert parameters["facets"]["explode"] is False  # comma list
     assert parameters["per_page"]["schema"]["maximum"] == 100

@@ -22,13 +22,13 @@ from tests.support import FIXTURE_RECORDS, examples
 
 CONF = resources.files("searchsvc.backends.solr").joinpath("configset/conf")
 # Words of the kinds records hold: plain, capitalised, stop words, one letter, dotted (e.g.,
-# 3.5), hyphenated, accented, digits, and punctuation between them.
+# 3.5), hyphenated, accented, digits, acronym plurals, and punctuation between them.
 _WORDS = st.sampled_from(
     [
         "The", "learning", "for", "a", "x", "e.g.", "3.5", "GPU-based", "Balázs", "naïve",
         "Schrödinger", "scheduling", "caches", "of", "IS", "U.S.", "co-design", "p99", "75%",
         "we", "Us", "networks", "(deep)", "learned,", "Zürich", "über", "café's",
-        "organization", "organized", "universal",
+        "organization", "organized", "universal", "GPUs", "DNNs", "plus", "virus",
     ]
 )  # fmt: skip
 TEXTS = st.lists(_WORDS, max_size=12).map(" ".join)
@@ -118,10 +118,24 @@ def test_the_index_stems_are_asked_of_solr(analyse):
     assert analysis.stems("organization") == ["organiz"]
 
 
-def test_the_configsets_bm25_constants_are_every_engines():
-    from searchsvc.backends.ranked_fields import BM25_B, BM25_K1
+@pytest.mark.slow
+def test_solr_stems_an_acronym_plural_as_its_acronym_as_the_service_does(analyse):
+    text = "GPUs TPUs DNNs LLMs GPU plus thus virus GNSS"
+    expected = ["gpu", "tpu", "dnn", "llm", "gpu", "plus", "thus", "virus", "gnss"]
+    assert analyse("text_stemmed", text) == consecutive(expected)
+    assert analysis.stems(text) == expected
+
+
+def test_the_configsets_ranking_is_every_engines():
+    from searchsvc.backends.ranked_fields import DFR_C
 
     schema = ET.fromstring(CONF.joinpath("schema.xml").read_bytes())
-    for similarity in schema.iter("similarity"):
+    similarities = list(schema.iter("similarity"))
+    assert similarities
+    for similarity in similarities:
+        # The Whoosh index's DivergenceFromRandomness: I(ne)-B-H2.
+        assert similarity.get("class") == "solr.DFRSimilarityFactory"
+        models = {s.get("name"): s.text for s in similarity.iter("str")}
+        assert models == {"basicModel": "I(ne)", "afterEffect": "B", "normalization": "H2"}
         constants = {f.get("name"): float(f.text or "nan") for f in similarity.iter("float")}
-        assert constants == {"k1": BM25_K1, "b": BM25_B}
+        assert constants == {"c": DFR_C}

@@ -519,3 +519,31 @@ def test_search_record_and_author_pages_have_no_axe_violations(request, page, se
     expect(page.get_by_role("heading", name="By category")).to_be_visible()
     violations += axe_violations(page)
     assert violations == []
+
+
+# -- search modes ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def vector_server(seed_records, tmp_path_factory) -> Iterator[str]:
+    """The seed corpus with vectors: the page offers the Match menu."""
+    from searchsvc.indexer import build_index_from_records
+
+    location = tmp_path_factory.mktemp("vector-index") / "index"
+    build_index_from_records(seed_records, location, vectors=True)
+    yield from serve(location)
+
+
+def test_the_match_menu_switches_modes_and_keeps_them(page, vector_server):
+    page.goto(vector_server + "/?q=faster+neural+network+training")
+    menu = page.get_by_label("Match")
+    expect(menu).to_be_visible()
+    expect(menu).to_have_value("hybrid")
+    menu.select_option("semantic")  # submits itself
+    page.wait_for_url(lambda url: ("mode", "semantic") in query_of(url))
+    expect(page.get_by_label("Match")).to_have_value("semantic")
+    expect(page.locator("#results-heading")).to_contain_text("33 records")
+    # A new query from the box keeps the mode.
+    page.get_by_label("Search publications").fill("graph embeddings")
+    page.get_by_role("button", name="Search", exact=True).click()
+    page.wait_for_url(lambda url: ("q", "graph embeddings") in query_of(url))
+    assert ("mode", "semantic") in query_of(page.url)
+    assert axe_violations(page) == []

@@ -14,7 +14,7 @@ from searchsvc.app import create_app
 from searchsvc.errors import InvalidRequest
 from searchsvc.records import Record
 from searchsvc.web.bibtex import citation_key, to_bibtex
-from searchsvc.web.params import SearchLinks, parse_search_args
+from searchsvc.web.params import FACET_SIZE, SearchLinks, parse_search_args
 from tests.support import FIXTURE_RECORDS, HOSTILE_TITLE, build_index
 
 OLD_STYLE_ID = "hep-th/9901001"
@@ -194,7 +194,8 @@ def test_a_chosen_subject_or_category_opens_its_group_and_is_a_named_chip(client
 
 def test_chosen_values_outside_the_counts_stay_listed_and_ticked(client):
     # An archive as a category filter: its group's "all of" box, ticked and counted as the
-    # group is; a group as a subject filter: listed flat, by name.
+    # group is (not a category box of its own); a group as a subject filter: listed flat, by
+    # name, counted as the panel's headings are.
     markup = page(client, "/?category=cs&subject=grp_cs")
     assert "of 30 records" in spoken(markup)
     assert checked_values(markup, "category") == {"cs"}
@@ -204,13 +205,52 @@ def test_chosen_values_outside_the_counts_stay_listed_and_ticked(client):
         "cs",
         "All of Computer Science (cs) (30 records)",
     )
-    assert option_label(markup, "subject", "grp_cs") == ("grp_cs", "Computer Science (grp_cs)")
-    # A chosen category no record of this search has: in its subject's group, uncounted.
+    assert len(re.findall(r'type="checkbox" id="[^"]+" name="category" value="cs"', markup)) == 1
+    assert option_label(markup, "subject", "grp_cs") == (
+        "grp_cs",
+        "Computer Science (grp_cs) (30 records)",
+    )
+    # A chosen category no record of this search has: in its subject's group, counted 0.
     markup = page(client, "/?q=compilers&category=cs.DC")
     assert subject_groups(markup)["cs"][0]
+    assert checked_values(markup, "category") == {"cs.DC"}
     assert option_label(markup, "category", "cs.DC")[1] == (
-        "Distributed, Parallel, and Cluster Computing (cs.DC)"
+        "Distributed, Parallel, and Cluster Computing (cs.DC) (0 records)"
     )
+    # A group chosen as a category: flat, counted as the categories are.
+    markup = page(client, "/?category=grp_physics")
+    assert option_label(markup, "category", "grp_physics") == (
+        "grp_physics",
+        "Physics (grp_physics) (2 records)",
+    )
+
+
+def test_a_chosen_value_outside_the_top_n_is_listed_ticked_with_its_count(tmp_path):
+    # More authors than the page asks the engine for (params.FACET_SIZE): the chosen one,
+    # last in the top N's order, is beyond it.
+    records = [
+        Record(
+            id=f"many-{n:03d}",
+            title=f"Paper {n}",
+            authors=("Common Author", f"Author {n:03d}"),
+            year=2000 + n % 20,
+            categories=("cs.DC",),
+        )
+        for n in range(FACET_SIZE + 10)
+    ]
+    location = build_index(tmp_path / "index", records)
+    client = create_app({"INDEX": location, "TESTING": True}).test_client()
+    chosen = f"Author {FACET_SIZE + 9:03d}"
+    assert chosen not in page(client, "/")
+    markup = page(client, f"/?author={chosen}&year=1999")
+    assert checked_values(markup, "author") == {chosen}
+    assert checked_values(markup, "year") == {"1999"}
+    # Counted without the author filter and with the year filter: no record of 1999.
+    assert option_label(markup, "author", chosen) == (None, f"{chosen} (0 records)")
+    assert option_label(markup, "year", "1999") == (None, "1999 (0 records)")
+    markup = page(client, f"/?author={chosen}")
+    assert checked_values(markup, "author") == {chosen}
+    assert option_label(markup, "author", chosen) == (None, f"{chosen} (1 records)")
 
 
 def test_categories_of_other_sources_stay_flat_by_their_code(tmp_path):

@@ -24,7 +24,8 @@ _INDEX_CODE = (
 
 class SearchsvcEngine(Engine):
     """Options: `constants`, a dict of backend module constants to set before opening
-    (e.g. {"BM25_B": 0.8}); used by the relevance script's tuning sweep."""
+    (e.g. {"DFR_C": 1.5}); used by the relevance script's `--set`. `mode`: lexical
+    (default), hybrid or semantic; the latter two build the index with vectors."""
 
     name = "searchsvc"
     description = "searchsvc search core (WhooshBackend)"
@@ -40,7 +41,8 @@ class SearchsvcEngine(Engine):
     def index_version(cls, **options: object) -> str:
         from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
 
-        return f"v{INDEX_VERSION}-s{SCHEMA_VERSION}-{code_digest(_INDEX_CODE)}"
+        vectors = "-vectors" if _wants_vectors(options) else ""
+        return f"v{INDEX_VERSION}-s{SCHEMA_VERSION}-{code_digest(_INDEX_CODE)}{vectors}"
 
     def build(self, records: Sequence[Record]) -> None:
         from searchsvc.backends import open_backend
@@ -49,7 +51,7 @@ class SearchsvcEngine(Engine):
         # must index the same documents (SciFact has records that searchsvc's identity rule
         # would merge).
         with open_backend(self.index_dir) as backend:
-            backend.rebuild(list(records))
+            backend.rebuild(list(records), vectors=_wants_vectors(self.options))
 
     def open(self) -> None:
         from searchsvc.backends import open_backend
@@ -58,6 +60,13 @@ class SearchsvcEngine(Engine):
         self._restore = apply_constants(dict(self.options.get("constants") or {}))
         self.request_type = SearchRequest
         self.backend = open_backend(self.index_dir)
+        self.mode = str(self.options.get("mode") or "lexical")
+        self.encoder = None
+        if self.mode != "lexical":
+            from searchsvc.embeddings import shared_encoder
+
+            # One thread per query, as a gunicorn worker embeds queries.
+            self.encoder = shared_encoder(threads=1)
 
     def close(self) -> None:
         self.backend.close()
@@ -70,16 +79,24 @@ class SearchsvcEngine(Engine):
             facets=task.facets,
             facet_size=task.facet_size,
             highlight=task.highlight,
+            mode=self.mode,
         )
 
     def search(self, task: Task) -> Answer:
-        result = self.backend.search(self.request(task))
+        vector = None
+        if self.encoder is not None and task.query.strip():
+            vector = self.encoder.embed_query(task.query)
+        result = self.backend.search(self.request(task), vector)
         answer = Answer(ids=[hit.record.id for hit in result.hits], total=result.total)
         for name, values in result.facets.items():
             answer.facets[name] = [(v.value, v.count) for v in values]
         if task.highlight:
             answer.highlights = [dict(hit.highlights) for hit in result.hits]
         return answer
+
+
+def _wants_vectors(options: dict) -> bool:
+    return str(options.get("mode") or "lexical") != "lexical"
 
 
 def apply_constants(constants: dict[str, object]) -> dict[str, object]:

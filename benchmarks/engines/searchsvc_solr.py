@@ -71,6 +71,8 @@ class SearchsvcSolrEngine(Engine):
         self.cluster.start()
         self.request_type = SearchRequest
         self.backend = open_backend(self.cluster.solr_location(COLLECTION))
+        # Lexical only here (SearchsvcEngine.search embeds the query when there is an encoder).
+        self.mode, self.encoder = "lexical", None
 
     def close(self) -> None:
         self.backend.close()

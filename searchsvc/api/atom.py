@@ -35,9 +35,10 @@ NOT_IN_PAGE_URL = ("sort", "page", "per_page", "facets", "facet_size", "highligh
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def feed_response(result: SearchResult) -> Response:
-    """The Atom feed of a search's result, as the response of the current request."""
-    search = result.request
+def feed_response(result: SearchResult, asked: SearchRequest | None = None) -> Response:
+    """The Atom feed of a search's result, as the response of the current request; its links
+    repeat the search as `asked` (the result's request has the mode the service chose)."""
+    search = asked or result.request
     links = FeedLinks(
         self_url=_with_query(url_for("api.search_feed", _external=True), search, NOT_IN_FEED_URL),
         page_url=_page_url(search),

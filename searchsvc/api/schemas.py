@@ -11,6 +11,7 @@ from typing import Any
 from marshmallow import Schema, fields, validate
 
 from searchsvc.facets import CROSSLISTS, FACET_NAMES, FACETS, Facet
+from searchsvc.hybrid import MODES
 from searchsvc.query import SORTS
 
 
@@ -43,8 +44,20 @@ class HitSchema(RecordSchema):
 
 class FacetValueSchema(Schema):
     value = fields.String(required=True, metadata={"description": "What a filter selects."})
-    count = fields.Integer(required=True)
-    selected = fields.Boolean(required=True)
+    count = fields.Integer(
+        required=True,
+        metadata={
+            "description": "Records with the value; in a search, of the matches with every "
+            "filter but the facet's own (0 for a selected value that none has)."
+        },
+    )
+    selected = fields.Boolean(
+        required=True,
+        metadata={
+            "description": "Whether the search selects the value. Every selected value is "
+            "listed: one the top facet_size leaves out follows them, most records first."
+        },
+    )
     label = fields.String(
         required=True,
         metadata={
@@ -84,6 +97,12 @@ class _UnderstoodQueryBase(Schema):
     highlight = fields.Boolean(required=True)
     search_fields = _strings(data_key="fields", attribute="fields")
     crosslists = fields.String(required=True, validate=validate.OneOf(CROSSLISTS))
+    mode = fields.String(
+        required=True,
+        allow_none=True,
+        validate=validate.OneOf(MODES),
+        metadata={"description": "The mode the search ran in (the result's `mode`)."},
+    )
 
 
 def _selection(facet: Facet) -> fields.List:
@@ -105,9 +124,24 @@ class SearchResultSchema(Schema):
     pages = fields.Integer(required=True)
     took_ms = fields.Float(required=True)
     hits = fields.List(fields.Nested(HitSchema), required=True)
-    facets = _facet_table(metadata={"description": "Counts over all matches, per facet."})
+    facets = _facet_table(
+        metadata={
+            "description": "Counts over all matches, per facet: the top facet_size values (most "
+            "records first, ties by value), then the selected values they leave out, counted "
+            "the same way (a selected subject of another level, such as category=cs, counts "
+            "the records under it)."
+        }
+    )
     suggestion = fields.String(
         required=True, allow_none=True, metadata={"description": "A spelling correction of q."}
+    )
+    mode = fields.String(
+        required=True,
+        validate=validate.OneOf(MODES),
+        metadata={
+            "description": "The mode that ranked the hits: the one asked for, or the default "
+            "(hybrid where the index has vectors and q is not empty, else lexical)."
+        },
     )
 
 

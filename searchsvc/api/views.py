@@ -86,7 +86,7 @@ FACET_PARAMETER = {
     "required": True,
     "schema": {"type": "string", "enum": list(FACET_NAMES)},
 }
-ERRORS = {status: HTTPStatus(status).name for status in (404, 413, 415, 503)}
+ERRORS = {status: HTTPStatus(status).name for status in (404, 409, 413, 415, 503)}
 
 
 def _responses(*statuses: int):
@@ -104,7 +104,8 @@ def _responses(*statuses: int):
 @blp.route("/search")
 @blp.arguments(arguments.SearchArgsSchema(), location="query")
 @blp.response(200, schemas.SearchResultSchema)
-@_responses(503)
+# 409: hybrid or semantic asked of an index without vectors.
+@_responses(409, 503)
 def search(request: SearchRequest) -> Response:
     """Search records: ranked hits, exact total, facet counts, highlights.
 
@@ -121,7 +122,7 @@ def search(request: SearchRequest) -> Response:
     description="The parameters of GET /api/v1/search as a JSON object.",
 )
 @blp.response(200, schemas.SearchResultSchema)
-@_responses(413, 415, 503)
+@_responses(409, 413, 415, 503)
 def search_body(request: SearchRequest) -> Response:
     """Search with the parameters in a JSON body, for a query too long for a URL.
 
@@ -149,7 +150,7 @@ def _search(request: SearchRequest) -> Response:
     content_type=atom.MEDIA_TYPE,
     description="An Atom 1.0 feed: one entry per hit, newest first.",
 )
-@_responses(503)
+@_responses(409, 503)
 def search_feed(request: SearchRequest) -> Response:
     """A search as an Atom feed, newest records first: subscribe to follow a topic.
 
@@ -162,7 +163,7 @@ def search_feed(request: SearchRequest) -> Response:
     started = time.perf_counter()
     result = get_service().search_request(replace(request, facets=(), highlight=False))
     g.search_ms = (time.perf_counter() - started) * 1000
-    return atom.feed_response(result)
+    return atom.feed_response(result, request)
 
 
 @blp.route(RECORD)

@@ -93,8 +93,17 @@ class SearchBackend(abc.ABC):
 
     # -- read side ---------------------------------------------------------------------------
     @abc.abstractmethod
-    def search(self, request: SearchRequest) -> SearchResult:
-        """One page of ranked, filtered, faceted and highlighted hits, with exact counts."""
+    def search(self, request: SearchRequest, vector: Any = None) -> SearchResult:
+        """One page of ranked, filtered, faceted and highlighted hits, with exact counts.
+
+        `vector` (a unit float32 numpy vector of the query, from searchsvc.embeddings) comes
+        with requests whose mode is hybrid or semantic; hybrid.py says what each mode returns.
+        """
+
+    def vector_model(self) -> str | None:
+        """The fingerprint of the model the index's vectors were made with (the encoder's
+        `fingerprint`); None when the index has no vectors (lexical search only)."""
+        return None
 
     @abc.abstractmethod
     def get(self, record_id: str) -> Record:
@@ -160,9 +169,13 @@ class SearchBackend(abc.ABC):
         metadata: Mapping[str, Any] | None = None,
         procs: int | None = None,
         progress: Progress | None = None,
+        vectors: bool = False,
     ) -> WriteResult:
         """Replace the whole index by `records` (ids unique), swapped in atomically when
-        complete; `metadata` (sources, counts) is kept with it. The old index stays on error."""
+        complete; `metadata` (sources, counts) is kept with it. The old index stays on error.
+
+        With `vectors`, every record's embedding is computed (searchsvc.embeddings) and kept,
+        and later writes embed the records they add: the index serves all three modes."""
 
     @abc.abstractmethod
     def write(
@@ -174,7 +187,8 @@ class SearchBackend(abc.ABC):
         progress: Progress | None = None,
     ) -> WriteResult:
         """Delete `deletes` by id, then add or replace `upserts` by id, in one atomic commit
-        (the last of equal ids in `upserts` wins). Creates the index if there is none."""
+        (the last of equal ids in `upserts` wins). Creates the index if there is none (without
+        vectors). An index with vectors embeds the upserts before it commits them."""
 
     @abc.abstractmethod
     def refresh(self) -> None:

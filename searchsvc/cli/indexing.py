@@ -47,6 +47,12 @@ MAX_SKIPPED_SHOWN = 20
     default=None,
     help="Progress bar on stderr (default: only when stderr is a terminal).",
 )
+@click.option(
+    "--vectors/--no-vectors",
+    default=None,
+    help="Embed every record for hybrid and semantic search (default: when the embedding "
+    "model is installed). Updates of an index with vectors always embed what they add.",
+)
 @reports_errors
 def index(
     sources: tuple[Path, ...],
@@ -57,6 +63,7 @@ def index(
     tasks_db: str,
     procs: int | None,
     progress: bool | None,
+    vectors: bool | None,
 ) -> None:
     """Build the index from SOURCE files or directories (seed pages, arXiv JSON, JSON lines).
 
@@ -70,6 +77,10 @@ def index(
     """
     if update and replace:
         raise click.UsageError("--replace is for a rebuild, not --update")
+    if update and vectors is not None:
+        raise click.UsageError(
+            "--vectors/--no-vectors are for a rebuild: an update follows the index"
+        )
     # An engine without a directory (Solr) has a queue only when --tasks-db names one. Without
     # it nothing can have been written through the API: a build needs no queue, and an update
     # is written to the engine at once (its commit is atomic as the writer's would be).
@@ -93,6 +104,7 @@ def index(
             procs=procs,
             queue=queue,
             replace=replace,
+            vectors=vectors,
         )
     click.echo(summary_line(summary, index))
     for line in skipped_lines(summary):

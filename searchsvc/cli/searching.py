@@ -13,6 +13,7 @@ import click
 from searchsvc.cli.common import index_option, reports_errors
 from searchsvc.errors import InvalidRequest
 from searchsvc.facets import FACETS
+from searchsvc.hybrid import MODES
 from searchsvc.params import check_year_order, search_request_from
 from searchsvc.query import DEFAULT_PER_PAGE, SORTS, FacetValue, SearchResult
 from searchsvc.service import SearchService
@@ -52,6 +53,13 @@ def _facet_filters(command: Callable[..., Any]) -> Callable[..., Any]:
     help="With --no-crosslists, --category/--subject and their counts see each record's "
     "primary category only.",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default=None,
+    help="lexical: the query's words (ranked by DFR); semantic: the records nearest its meaning; "
+    "hybrid: both ranked together. Default: hybrid where the index has vectors.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the SearchResult as JSON.")
 @reports_errors
 def search(
@@ -63,6 +71,7 @@ def search(
     page: str,
     per_page: str,
     crosslists: bool,
+    mode: str | None,
     as_json: bool,
     **filters: tuple[str, ...],
 ) -> None:
@@ -86,6 +95,7 @@ def search(
         "page": page,
         "per_page": per_page,
         "crosslists": "include" if crosslists else "exclude",
+        "mode": mode,
     }
     try:
         request = check_year_order(search_request_from(params))
@@ -123,7 +133,7 @@ def render(result: SearchResult) -> str:
     lines = [
         click.style(
             f"{result.total} records · page {result.page} of {result.pages} · "
-            f"{result.took_ms:.0f} ms",
+            f"{result.mode} · {result.took_ms:.0f} ms",
             bold=True,
         )
     ]

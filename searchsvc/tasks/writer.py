@@ -28,6 +28,7 @@ from searchsvc.errors import (
     BuildInProgress,
     IndexUnavailable,
     InvalidRequest,
+    ModelUnavailable,
     SearchsvcError,
     TaskQueueUnavailable,
 )
@@ -48,13 +49,15 @@ RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
 UNEXPECTED_RETRY_SECONDS = 10.0
 
 # Failures of the surroundings (disk full, read-only index, a rebuild holding the index, the
-# engine down): the tasks stay queued and are tried again later.
+# engine down, the embedding model of an index with vectors missing or changed): the tasks stay
+# queued and are tried again later.
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     sqlite3.Error,
     IndexUnavailable,
     BuildInProgress,
     TaskQueueUnavailable,
+    ModelUnavailable,
 )
 
 

@@ -166,7 +166,7 @@ class SearchLinks:
         return [p for p in query_pairs(self.request, page=1) if p[0] not in names]
 
     def without_filters(self) -> str:
-        keep = ("q", "sort")
+        keep = ("q", "sort", "mode")
         return search_href(p for p in query_pairs(self.request, page=1) if p[0] in keep)
 
     @property

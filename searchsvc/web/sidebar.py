@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from searchsvc.facets import DISPLAYED_FACETS, facet_named
-from searchsvc.query import FacetValue, SearchResult
+from searchsvc.query import MAX_FILTER_VALUES, FacetValue, SearchRequest, SearchResult
 from searchsvc.subjects import taxonomy
 from searchsvc.web.params import SearchLinks
 
@@ -20,7 +20,8 @@ FLAT_FACET_SIZE = 50
 
 @dataclass(frozen=True, slots=True)
 class FacetOption:
-    """A checkbox of the facet sidebar; `count` is None for a selected value outside the top N."""
+    """A checkbox of the facet sidebar; `count` is None where none was counted (a subject
+    heading of a category whose archive no record of the search has)."""
 
     facet: str  # the query parameter it sets
     value: str
@@ -113,24 +114,24 @@ def folded(options: list[FacetOption]) -> list[FacetOption]:
     return [o for i, o in enumerate(options) if i >= FACET_VISIBLE and not o.selected]
 
 
+def flat_values(values: Sequence[FacetValue]) -> list[FacetValue]:
+    """The values a flat facet shows: its first FLAT_FACET_SIZE, and every selected one."""
+    # The engines list each selected value, after the top N when it is not in it, counted
+    # (query.with_selected): a ticked box is always there to untick.
+    return [v for i, v in enumerate(values) if i < FLAT_FACET_SIZE or v.selected]
+
+
 def facet_groups(result: SearchResult, ids: Iterable[str]) -> list[FacetGroup]:
     """Sidebar checkboxes per flat facet (the subject facets are `_subject_panel`'s); a selected
-    value is always shown, even outside the top N."""
+    value is always shown with its count, even outside the top N."""
     ids = iter(ids)
     groups = []
     for facet in DISPLAYED_FACETS:
         if facet.hierarchical:
             continue
-        selected = set(result.request.selected(facet.name))
         options = [
-            FacetOption(
-                facet.name, v.value, v.count, v.selected or v.value in selected, v.value, ""
-            )
-            for v in result.facets.get(facet.name, ())[:FLAT_FACET_SIZE]
-        ]
-        listed = {option.value for option in options}
-        options += [
-            FacetOption(facet.name, v, None, True, v, "") for v in sorted(selected - listed)
+            FacetOption(facet.name, v.value, v.count, v.selected, v.value, "")
+            for v in flat_values(result.facets.get(facet.name, ()))
         ]
         if facet.order == "value_descending":
             options.sort(key=lambda option: option.value, reverse=True)
@@ -143,8 +144,9 @@ def subject_panel(
     result: SearchResult, subject_counts: list[FacetValue], ids: Iterable[str]
 ) -> SubjectPanel:
     """The subjects (archives, `subject_counts`) as groups holding the `category` facet's
-    values whose parent they are. Selected values are always listed, even outside the counts:
-    an archive as a group, anything else (a group such as grp_cs, an unknown code) flat.
+    values whose parent they are. Selected values are always listed (the engines count them,
+    `panel_subjects`): an archive as a group, anything else (a group such as grp_cs, an
+    unknown code) flat.
 
     A group's "all of" box selects its archive as a `category` value, so that every box of the
     panel is one OR'ed filter; a `subject=` selection (API links) keeps its own parameter.
@@ -159,8 +161,15 @@ def subject_panel(
     }
 
     def values(name: str) -> list[FacetValue]:
-        listed = list(facets[name])
+        # An archive ticked as a whole (counted in the category facet as its records) is its
+        # group's "all of" box, not a category of its own.
+        listed = [
+            v
+            for v in facets[name]
+            if name != "category" or v.parent or not (v.selected and is_archive(v.value))
+        ]
         describe = facet_named(name).describe
+        # Beyond the engines' lists only when more subjects were ticked than one search takes.
         wanted = chosen[name] | (chosen["category"] & archives if name == "subject" else set())
         for value in sorted(wanted - counted[name]):
             if name == "category" and value in archives:
@@ -203,6 +212,13 @@ def subject_panel(
             group.categories.clear()
         group.open = group.has_selection or len(groups) == 1
     return SubjectPanel(list(groups.values()), flat)
+
+
+def panel_subjects(request: SearchRequest) -> tuple[str, ...]:
+    """The subjects the panel's headings show ticked: `subject` values, and archives ticked
+    as a whole (through the `category` filter, as its "all of" boxes select them)."""
+    ticked = (*request.selected("subject"), *filter(is_archive, request.selected("category")))
+    return tuple(dict.fromkeys(ticked))[:MAX_FILTER_VALUES]
 
 
 def is_archive(code: str) -> bool:

@@ -10,15 +10,23 @@ from urllib.parse import quote
 from flask import Blueprint, Response, jsonify, render_template, request, url_for
 from markupsafe import Markup, escape
 
-from searchsvc.errors import InvalidRequest, QueryError, RecordNotFound
+from searchsvc.errors import InvalidRequest, QueryError, RecordNotFound, SearchsvcError
 from searchsvc.extension import get_service
 from searchsvc.facets import facet_named
+from searchsvc.hybrid import SEMANTIC_DEPTH
 from searchsvc.query import SORTS, FacetValue, Hit, SearchRequest, SearchResult
 from searchsvc.records import Record
 from searchsvc.web.bibtex import to_bibtex
 from searchsvc.web.charts import year_bars
 from searchsvc.web.params import SearchLinks, parse_page, parse_search_args, search_href
-from searchsvc.web.sidebar import FLAT_FACET_SIZE, SubjectPanel, chips, facet_groups, subject_panel
+from searchsvc.web.sidebar import (
+    SubjectPanel,
+    chips,
+    facet_groups,
+    flat_values,
+    panel_subjects,
+    subject_panel,
+)
 
 # Own static URL path: the app may have a `/static` of its own.
 bp = Blueprint(
@@ -55,7 +63,9 @@ def _subject_counts(search_request: SearchRequest, result: SearchResult) -> list
     The panel is one facet to a reader: its "all of" boxes select archives through the
     `category` filter, OR'ed with the categories ticked. The `category` facet's counts leave
     that filter out (they are disjunctive); the `subject` facet's own counts apply it, so when
-    a category is ticked the headings are counted again without it.
+    a category is ticked the headings are counted again without it. The ticked subjects stay
+    selected there, so that the engine counts each even outside its top N (the subject facet's
+    counts leave the subject filter out: it changes nothing else that is counted).
     """
     if not (search_request.selected("category") or search_request.selected("subject")):
         return list(result.facets.get("subject", ()))
@@ -64,6 +74,9 @@ def _subject_counts(search_request: SearchRequest, result: SearchResult) -> list
         for name, values in search_request.filters.items()
         if name not in ("category", "subject")
     }
+    ticked = panel_subjects(search_request)
+    if ticked:
+        filters["subject"] = ticked
     unfiltered = replace(
         search_request, filters=filters, facets=("subject",), page=1, per_page=1, highlight=False
     )
@@ -96,11 +109,34 @@ def _search_page(
         else SubjectPanel([], []),
         facet_groups=facet_groups(result, ids) if result else [],
         chips=chips(links) if result else [],
-        bars=year_bars(result.facets.get("year", ())[:FLAT_FACET_SIZE]) if result else [],
+        # A selected year no record has would only stretch the axis: the sidebar lists it.
+        bars=year_bars([v for v in flat_values(result.facets.get("year", ())) if v.count])
+        if result
+        else [],
         sort_labels=SORT_LABELS,
         sorts=SORTS,
         explicit_sort=search_request.sort if search_request else None,
+        explicit_mode=search_request.mode if search_request else None,
+        semantic_depth=SEMANTIC_DEPTH,
+        # The mode toggle shows where the index can search by meaning.
+        modes=MODE_LABELS if _has_vectors() else {},
     )
+
+
+# The search modes as the page names them (hybrid.py says what each returns).
+MODE_LABELS = {
+    "hybrid": "Words and meaning",
+    "lexical": "Exact words",
+    "semantic": "Meaning only",
+}
+
+
+def _has_vectors() -> bool:
+    service = get_service()
+    try:
+        return service.mode_for(SearchRequest(q="x")) != "lexical"
+    except SearchsvcError:
+        return False
 
 
 @bp.get("/records/<path:record_id>")

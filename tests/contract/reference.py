@@ -88,18 +88,34 @@ def expected_facets(
 ) -> dict[str, list[tuple[str, int, bool]]]:
     """Disjunctive counts of the query's matches (`records`): each facet counted with the year
     bounds and the *other* facets' filters, the `facet_size` most frequent values (ties by
-    value), each marked selected when the request selects it."""
+    value), each marked selected when the request selects it; then the selected values the top
+    values leave out, each with the records its filter selects there, most first."""
     facets = {}
     for facet in request.facets:
-        counter: Counter[str] = Counter()
-        for record in records:
-            if in_year_bounds(record, request) and passes_filters(record, request, skip=facet):
-                counter.update(facet_values(record, facet, request.primary_only))
-        ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
-        selected = set(request.selected(facet))
-        facets[facet] = [
-            (value, count, value in selected) for value, count in ranked[: request.facet_size]
+        counted = [
+            record
+            for record in records
+            if in_year_bounds(record, request) and passes_filters(record, request, skip=facet)
         ]
+        counter = Counter(
+            value
+            for record in counted
+            for value in facet_values(record, facet, request.primary_only)
+        )
+        ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+        selected = request.selected(facet)
+        top = [(value, count, value in selected) for value, count in ranked[: request.facet_size]]
+        listed = {value for value, _, _ in top}
+        left_out = [
+            (
+                value,
+                sum(value in filter_keys(r, facet, request.primary_only) for r in counted),
+                True,
+            )
+            for value in selected
+            if value not in listed
+        ]
+        facets[facet] = top + sorted(left_out, key=lambda item: (-item[1], item[0]))
     return facets
 
 

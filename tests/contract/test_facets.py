@@ -4,6 +4,7 @@ plain counting over the query's matches."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -192,3 +193,80 @@ def test_a_selected_value_is_flagged_however_the_filter_spelled_it(fixture_backe
     # The author counts leave out the author selection (disjunctive): every author is listed.
     flagged = {value.value for value in result.facets["author"] if value.selected}
     assert flagged == {"C. Balázs"}
+
+
+# -- selected values outside the top N --------------------------------------------------------
+def test_a_selected_value_outside_the_top_n_follows_it_with_its_count(fixture_backend):
+    plain = fixture_backend.search(SearchRequest(facet_size=2, facets=("author",)))
+    request = SearchRequest.from_params(
+        author=("Mallory O'Brien", "C. Balázs"), facet_size=2, facets=("author",)
+    )
+    result = fixture_backend.search(request)
+    assert result.total == 2
+    # The top N as without the selection, then the selection beyond facet_size: most records
+    # first, ties by value (not in the order selected).
+    assert result.facets["author"] == (
+        *plain.facets["author"],
+        FacetValue("C. Balázs", 1, True),
+        FacetValue("Mallory O'Brien", 1, True),
+    )
+    assert plain.facets["author"] == (
+        FacetValue("Aditya Akella", 2),
+        FacetValue("Shivaram Venkataraman", 2),
+    )
+
+
+def test_a_selected_value_in_the_top_n_is_listed_once(fixture_backend):
+    request = SearchRequest.from_params(author=("Aditya Akella",), facet_size=2)
+    assert fixture_backend.search(request).facets["author"] == (
+        FacetValue("Aditya Akella", 2, True),
+        FacetValue("Shivaram Venkataraman", 2),
+    )
+
+
+def test_a_selected_value_without_matches_is_listed_with_zero(fixture_backend):
+    result = fixture_backend.search(SearchRequest.from_params(q="learning", year=(2007,)))
+    assert result.total == 0
+    assert result.facets["year"] == (
+        FacetValue("2022", 1),
+        FacetValue("2023", 1),
+        FacetValue("2007", 0, True),
+    )
+    nobody = fixture_backend.search(SearchRequest.from_params(q="learning", author=("Nobody",)))
+    assert nobody.facets["author"][-1] == FacetValue("Nobody", 0, True)
+    # Year bounds narrow every facet, including the selected years they leave out.
+    bounded = fixture_backend.search(SearchRequest.from_params(year=(2007, 2022), year_from=2021))
+    assert bounded.facets["year"] == (
+        FacetValue("2021", 1),
+        FacetValue("2022", 1, True),
+        FacetValue("2023", 1),
+        FacetValue("2007", 0, True),
+    )
+
+
+def test_a_selected_value_outside_the_top_n_keeps_its_spelling_and_true_count(fixture_backend):
+    # Filters match case- and accent-insensitively: left out of the top N, the value is listed
+    # as selected; in it, it is flagged under the index's spelling and not listed twice.
+    request = SearchRequest.from_params(author=("c. balazs",), facet_size=1, facets=("author",))
+    assert fixture_backend.search(request).facets["author"] == (
+        FacetValue("Aditya Akella", 2),
+        FacetValue("c. balazs", 1, True),
+    )
+    listed = fixture_backend.search(replace(request, facet_size=100)).facets["author"]
+    assert [v.value for v in listed if v.selected] == ["C. Balázs"]
+    assert len(listed) == 6
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(data=st.data())
+def test_selected_values_beyond_a_small_top_n_equal_plain_counting(
+    seed_backend, seed_records, seed_vocabulary, data
+):
+    drawn = draw_seed_request(data, seed_records, seed_vocabulary)
+    request = replace(drawn, facet_size=data.draw(st.integers(1, 3)))
+    result = seed_backend.search(request)
+    _, facets = slow_facets(seed_backend, request)
+    assert answered_facets(result) == facets
+    for facet in request.facets:
+        listed = {value.value for value in result.facets[facet] if value.selected}
+        assert listed == set(request.selected(facet))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from searchsvc.backends import open_backend
-from searchsvc.query import SearchRequest
+from searchsvc.query import FacetValue, SearchRequest
 from searchsvc.records import Record
 from searchsvc.service import SearchService
 from tests.contract.reference import (
@@ -134,6 +134,41 @@ def test_a_subject_selection_keeps_the_other_subjects_counts(subjects_backend):
     # The category facet is narrowed to cs records by the subject filter.
     assert set(chosen["category"]) >= {"cs.DC", "cs.LG", "cs.IT"}
     assert "math.AP" not in chosen["category"]
+
+
+def test_a_selected_subject_of_another_level_is_listed_with_the_records_under_it(
+    subjects_backend,
+):
+    # The category facet counts categories: a selected archive or group follows them, counted
+    # as its filter selects (every record with a category under it).
+    result = subjects_backend.search(
+        SearchRequest.from_params(category=("cs", "grp_math"), subject="grp_physics")
+    )
+    assert result.total == 1  # s4: cs.LG and hep-ph
+    # Counted under the subject filter: s4 and s7 are the physics records, s4 the cs one.
+    chosen = [(v.value, v.count) for v in result.facets["category"] if v.selected]
+    assert chosen == [("cs", 1), ("grp_math", 0)]
+    # Counted under the category filter: s1-s6 are cs or math records, s4 the physics one.
+    assert [(v.value, v.count) for v in result.facets["subject"] if v.selected] == [
+        ("grp_physics", 1)
+    ]
+    primary = subjects_backend.search(
+        SearchRequest.from_params(category="cs", crosslists="exclude", facets=("category",))
+    )
+    assert primary.facets["category"][-1] == FacetValue("cs", 3, True)  # s1, s2, s3
+
+
+def test_a_selected_archive_outside_the_top_n_follows_it(subjects_backend):
+    service = SearchService(subjects_backend)
+    result = service.search(subject="nlin", facet_size=1, facets=["subject"])
+    assert [(v.value, v.count, v.selected) for v in result.facets["subject"]] == [
+        ("cs", 5, False),
+        ("nlin", 1, True),
+    ]
+    assert (result.facets["subject"][-1].label, result.facets["subject"][-1].parent) == (
+        "Nonlinear Sciences",
+        "grp_physics",
+    )
 
 
 def test_the_query_language_filters_by_subject_at_any_level(subjects_backend):

@@ -6,6 +6,7 @@ import pytest
 
 from searchsvc.errors import InvalidRequest, UnknownFacet
 from searchsvc.query import MAX_FACET_SIZE, FacetValue, SearchRequest
+from searchsvc.records import Record
 
 
 def suggestion(backend, q):
@@ -36,6 +37,42 @@ def test_corrections_keep_the_rest_of_the_query(fixture_backend):
 
 def test_a_misspelt_seed_word_gets_a_suggestion(seed_backend):
     assert suggestion(seed_backend, "schedulng") == "scheduling"
+
+
+def test_real_misspellings_get_the_word_meant(seed_backend):
+    assert suggestion(seed_backend, "algoritm") == "algorithm"
+    # Two neighbouring letters swapped count as one edit.
+    assert suggestion(seed_backend, "memroy") == "memory"
+    assert suggestion(seed_backend, "netwrok") == "network"
+
+
+def test_an_unknown_acronym_is_not_changed_into_another_word(seed_backend):
+    # The README's own example once suggested `caches OR two`: `tlb` found nothing, and every
+    # three-letter string is an edit or two from some indexed word.
+    assert suggestion(seed_backend, "caches OR tlb") is None
+    assert suggestion(seed_backend, "title:(caches OR tlb)") is None
+
+
+def test_words_that_found_records_are_never_changed(seed_backend):
+    # Each is one edit from a word in many more seed records (models, faster, compute).
+    for text in ("modes", "foster", "compete"):
+        assert suggestion(seed_backend, text) is None, text
+    assert suggestion(seed_backend, "modes schedulng") == "modes scheduling"
+
+
+def test_a_word_far_from_every_indexed_word_gets_no_suggestion(seed_backend):
+    # `fusion` is two edits from `fashion`, `pastry` from `partly`: too many for six letters.
+    for text in ("fusion", "pastry", "xylophone", "tlb"):
+        assert suggestion(seed_backend, text) is None, text
+
+
+def test_the_nearest_word_wins_over_a_more_frequent_farther_one(empty_backend):
+    records = [
+        Record(id=f"p{n}", title=f"{word} design", abstract="")
+        for n, word in enumerate(("processor", "process", "process", "process"))
+    ]
+    empty_backend.rebuild(records)
+    assert suggestion(empty_backend, "procesor") == "processor"
 
 
 def test_autocomplete_offers_titles_and_author_names(fixture_backend):

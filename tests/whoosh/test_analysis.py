@@ -11,12 +11,14 @@ from searchsvc.backends.whoosh import analysis
 from searchsvc.backends.whoosh.schema import name_analyzer, text_analyzer
 from tests.support import examples
 
-# Words, stop words, accents, dotted tokens, numbers, TeX and punctuation mixed at random.
+# Words, stop words, accents, dotted tokens, numbers, TeX, acronym plurals and punctuation mixed
+# at random.
 _PIECES = st.sampled_from(
     [
         "the", "a", "of", "Scheduling", "schedulers", "caches", "Balázs", "ÉCOLE", "naïve",
         "U.S.A.", "v1.2", "x", "I", "İstanbul", "straße", "ﬁle", "3.14", "$\\alpha$", "e.g.",
         "GPU-based", "don't", "—", "\n", "  ", ",", ".", "(", ")", "über", "Ωmega", "_", "x_1",
+        "GPUs", "LLMs", "thus", "virus",
     ]
 )  # fmt: skip
 _TEXTS = st.one_of(

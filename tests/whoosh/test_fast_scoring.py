@@ -39,11 +39,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from whoosh import query
+from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.accel.array_scoring import (
-    Bm25,
+    ProbabilisticBM25F,
     TermQuery,
     extract_terms,
+    model_of,
     rank,
     top,
 )
@@ -273,7 +275,7 @@ def check_against_whoosh(
         k=k,
         offset=offset,
         require_all=require_all,
-        bm25=Bm25.of(searcher.weighting),
+        model=model_of(searcher.weighting),
     )
     expected_matches = set(searcher.docs_for_query(q))
     assert set(np.flatnonzero(page.matched).tolist()) == expected_matches
@@ -353,6 +355,19 @@ def test_or_of_terms_ranks_as_whoosh(index_case, data):
     q = query.Or([whoosh_term(*term) for term in terms])
     assert extract_terms(q) == TermQuery.any_of(terms)
     check_against_whoosh(searcher, arrays, q, terms, mask, k, offset)
+
+
+@settings(PROPERTY_SETTINGS, max_examples=examples(25))
+@given(data=st.data())
+def test_or_of_terms_ranks_as_whoosh_under_bm25(index_case, data):
+    """BM25F (the index's ranking before divergence from randomness) stays mirrored too."""
+    searcher, arrays, vocabulary = index_case
+    bm25 = Searcher(searcher.reader(), weighting=ProbabilisticBM25F(B=0.6), closereader=False)
+    terms = data.draw(weighted_terms(vocabulary))
+    mask = realise(data.draw(masks()), arrays.doc_count)
+    k, offset = data.draw(st.integers(1, 30)), data.draw(st.sampled_from((0, 0, 3, 10)))
+    q = query.Or([whoosh_term(*term) for term in terms])
+    check_against_whoosh(bm25, arrays, q, terms, mask, k, offset)
 
 
 @PROPERTY_SETTINGS
@@ -596,6 +611,7 @@ def test_decoded_posting_lists_are_whooshs(index_case, source):
         assert postings.docs.tolist() == expected_docs, (field, text)
         assert np.array_equal(postings.weights, np.asarray(expected_weights, dtype=np.float64))
         assert postings.doc_frequency == reader.doc_frequency(field, btext)
+        assert postings.frequency == reader.frequency(field, btext), (field, text)
 
 
 @settings(max_examples=examples(200), deadline=None)

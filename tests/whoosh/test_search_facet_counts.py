@@ -61,12 +61,18 @@ def slow_search(backend, request):
 
     counted = {}
     for facet in request.facets:
-        counter: Counter[str] = Counter()
-        for record in records:
-            if keep(record, skip=facet):
-                counter.update(facet_values(record, facet))
+        kept = [record for record in records if keep(record, skip=facet)]
+        counter = Counter(value for record in kept for value in facet_values(record, facet))
         ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
-        counted[facet] = [(value, count) for value, count in ranked[: request.facet_size]]
+        top = [(value, count) for value, count in ranked[: request.facet_size]]
+        # Then the selected values the top N leaves out, with the records their filter selects.
+        listed = {value for value, _ in top}
+        left_out = [
+            (value, sum(value in filter_keys(record, facet) for record in kept))
+            for value in request.selected(facet)
+            if value not in listed
+        ]
+        counted[facet] = top + sorted(left_out, key=lambda item: (-item[1], item[0]))
     return sum(keep(record) for record in records), counted
 
 

@@ -1,9 +1,10 @@
 """The Solr schema's analysis, done by the service on query words (and for highlighting).
 
 The configset analyses text at index time (solr/configset: tokenize on `\\w+(\\.\\w+)*`,
-lowercase, fold accents, drop stop words and one-letter words, Snowball English stems); the
-service sends queries already analysed, so the query tree's words, phrases and expansions become
-exactly the index's terms, and highlighting marks the words whose analysed form a query holds.
+lowercase, fold accents, drop stop words and one-letter words, make acronym plurals singular
+(backends/acronym_plurals.py), Snowball English stems); the service sends queries already
+analysed, so the query tree's words, phrases and expansions become exactly the index's terms,
+and highlighting marks the words whose analysed form a query holds.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from functools import lru_cache
 from importlib import resources
 
 import Stemmer
+
+from searchsvc.backends.acronym_plurals import singular
 
 _TOKEN = re.compile(r"\w+(?:\.\w+)*")
 _MIN_WORD = 2
@@ -50,7 +53,7 @@ def word_fate(raw: str) -> tuple[str, str | None]:
     word = fold_word(raw)
     if len(word) < _MIN_WORD or word in stop_words():
         return word, None
-    return word, _STEMMER.stemWord(word)
+    return word, _STEMMER.stemWord(singular(word))
 
 
 def tokens(text: str) -> list[str]:

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import orjson
 
 from searchsvc.backends.contract import (
@@ -21,12 +22,27 @@ from searchsvc.backends.contract import (
 )
 from searchsvc.backends.solr import browse
 from searchsvc.backends.solr.admin import Collections
+from searchsvc.backends.solr.compile import id_set
 from searchsvc.backends.solr.connection import CollectionMissing, SolrConnection
-from searchsvc.backends.solr.documents import LAYOUT, META_ID, to_document
+from searchsvc.backends.solr.documents import (
+    LAYOUT,
+    META_ID,
+    VECTOR_DIMENSIONS,
+    to_document,
+)
 from searchsvc.backends.solr.location import SolrLocation, parse_location
 from searchsvc.backends.solr.search import execute_search
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
-from searchsvc.errors import IndexUnavailable
+from searchsvc.backends.solr.vector_search import execute_vector_search, nearest_to_record
+from searchsvc.backends.vectors import (
+    VECTORS_METADATA,
+    embed_for_index,
+    encoder_for,
+    model_of,
+    vectors_metadata,
+)
+from searchsvc.embeddings import shared_encoder
+from searchsvc.errors import IndexUnavailable, ModelUnavailable
 from searchsvc.facets import facet_named
 from searchsvc.query import (
     MAX_FACET_SIZE,
@@ -51,9 +67,6 @@ WRITE_TIMEOUT = 60.0
 VERSION_INTERVAL = 0.5
 # Ids looked up per request to tell added from replaced records.
 ID_LOOKUP_BATCH = 1_000
-# Separators of an id list: the first that no id of a batch contains is used (the last is a
-# private-use character, in no real id).
-_SEPARATORS = (",", "|", ";", "\ue000\ue001\ue002")
 
 
 class SolrBackend(SearchBackend):
@@ -80,16 +93,31 @@ class SolrBackend(SearchBackend):
         return cls(parse_location(url))
 
     # -- read side ---------------------------------------------------------------------------
-    def search(self, request: SearchRequest) -> SearchResult:
+    def search(self, request: SearchRequest, vector: np.ndarray | None = None) -> SearchResult:
         # An older layout lacks fields the search asks for: say "rebuild", not "refused".
         self._check_layout(force=False)
-        return execute_search(self.connection, self.vocabulary, self.index_stems, request)
+        # Without a vector (or a mode) a request is lexical, as on Whoosh; so is a query that
+        # matches every record (`*`): it has no meaning to rank by.
+        if vector is None or request.mode in (None, "lexical") or request.tree.match_all:
+            return execute_search(self.connection, self.vocabulary, self.index_stems, request)
+        return execute_vector_search(
+            self.connection, self.vocabulary, self.index_stems, request, vector, request.mode
+        )
+
+    def vector_model(self) -> str | None:
+        # From the meta document, read again at most every VERSION_INTERVAL: cheap per search.
+        return model_of(self._meta()[1])
 
     def get(self, record_id: str) -> Record:
         return browse.get_record(self.connection, record_id)
 
     def similar(self, record_id: str, limit: int = 10) -> tuple[Hit, ...]:
-        return browse.similar(self.connection, record_id, _check_limit(limit))
+        limit = _check_limit(limit)
+        if self.vector_model() is not None:
+            nearest = nearest_to_record(self.connection, record_id, limit)
+            if nearest is not None:
+                return nearest
+        return browse.similar(self.connection, record_id, limit)
 
     def suggest(self, prefix: str, limit: int = 10) -> Suggestions:
         return browse.suggest(
@@ -137,9 +165,22 @@ class SolrBackend(SearchBackend):
         metadata: Mapping[str, Any] | None = None,
         procs: int | None = None,
         progress: Progress | None = None,
+        vectors: bool = False,
     ) -> WriteResult:
         records = unique_by_id(records)
         progress = progress or NoProgress()
+        embedded = None
+        meta: dict[str, Any] = {}
+        if vectors:
+            # Before the collection is made: embedding is the slow part of a build.
+            encoder = shared_encoder()
+            if encoder.dimensions != VECTOR_DIMENSIONS:
+                raise ModelUnavailable(
+                    f"the Solr schema keeps vectors of {VECTOR_DIMENSIONS} dimensions, and the "
+                    f"installed model makes {encoder.dimensions}"
+                )
+            embedded = embed_for_index(encoder, records, progress)
+            meta[VECTORS_METADATA] = vectors_metadata(encoder)
         before = self.collections.target()
         if before == self.settings.collection:
             raise IndexUnavailable(
@@ -150,14 +191,16 @@ class SolrBackend(SearchBackend):
             )
         fresh = self.collections.create_generation()
         try:
-            self._send(fresh, records, (), progress, first_seq=0)
+            self._send(fresh, records, (), progress, first_seq=0, vectors=embedded)
             progress.stage("commit")
-            meta = {
-                "built_at": _now(),
-                "metadata": dict(metadata or {}),
-                "documents": len(records),
-                "layout": LAYOUT,
-            }
+            meta.update(
+                {
+                    "built_at": _now(),
+                    "metadata": dict(metadata or {}),
+                    "documents": len(records),
+                    "layout": LAYOUT,
+                }
+            )
             self._commit(fresh, meta)
             self.collections.point_alias(fresh)
         except BaseException:
@@ -184,12 +227,18 @@ class SolrBackend(SearchBackend):
             return self.rebuild(upserts, metadata=metadata, progress=progress)
         progress = progress or NoProgress()
         self._check_layout(force=True)
+        # An index with vectors keeps one for every record: upserts get theirs, made by the
+        # model of the others, before anything is sent.
+        model = model_of(self._meta()[1])
+        embedded = None
+        if model is not None and upserts:
+            embedded = embed_for_index(encoder_for(model), upserts, progress)
         upserted = {record.id for record in upserts}
         present = self._present(target, [*upserted, *deletes])
         replaced = len(upserted & present)
         deleted = len((set(deletes) - upserted) & present)
         # Written records come after every record written before (nanoseconds since the epoch).
-        self._send(target, upserts, deletes, progress, first_seq=time.time_ns())
+        self._send(target, upserts, deletes, progress, first_seq=time.time_ns(), vectors=embedded)
         progress.stage("commit")
         _, meta = self._meta(force=True)
         meta["last_update"] = {
@@ -223,14 +272,21 @@ class SolrBackend(SearchBackend):
         deletes: Sequence[str],
         progress: Progress,
         first_seq: int,
+        vectors: np.ndarray | None = None,
     ) -> None:
-        """Deletes, then the records, uncommitted: nothing is visible before `_commit`."""
+        """Deletes, then the records (with their int8 `vectors`, in their order, if given),
+        uncommitted: nothing is visible before `_commit`."""
         for start in range(0, len(deletes), ID_LOOKUP_BATCH):
             self._update(collection, {"delete": list(deletes[start : start + ID_LOOKUP_BATCH])})
         for start in range(0, len(upserts), BATCH_DOCUMENTS):
             batch = upserts[start : start + BATCH_DOCUMENTS]
             documents = [
-                to_document(record, first_seq + start + n) for n, record in enumerate(batch)
+                to_document(
+                    record,
+                    first_seq + start + n,
+                    None if vectors is None else vectors[start + n],
+                )
+                for n, record in enumerate(batch)
             ]
             self._update(collection, documents)
             progress.advance(len(batch))
@@ -263,14 +319,12 @@ class SolrBackend(SearchBackend):
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), ID_LOOKUP_BATCH):
             batch = unique[start : start + ID_LOOKUP_BATCH]
-            # A separator no id of the batch holds (Solr trims control characters off it).
-            separator = next(s for s in _SEPARATORS if not any(s in i for i in batch))
+            query, id_params = id_set(batch, "looked_up")
             answer = self.connection.post(
                 "select",
                 [
-                    ("q", "{!terms f=id separator=$sep v=$ids}"),
-                    ("sep", separator),
-                    ("ids", separator.join(batch)),
+                    ("q", query),
+                    *id_params,
                     ("fq", "kind:record"),
                     ("fl", "id"),
                     ("rows", len(batch)),

@@ -11,7 +11,7 @@ the most frequent matching terms, and what is excluded adds nothing to a score.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from searchsvc import querylang as ql
@@ -43,6 +43,9 @@ WORD_FIELDS = ("content", "title", "abstract")
 # Unstemmed words of a stemmed field, searched for wildcards and fuzzy words.
 SPELLING_FIELD = {"content": "content_words"}
 NOTHING = "(-*:*)"  # matches no document
+# Separators of an id list (id_set): the first that no id of the list contains is used (the last
+# is of private-use characters, in no real id; Solr trims control characters off a separator).
+_ID_SEPARATORS = (",", "|", ";", "\ue000\ue001\ue002")
 _SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|\s])')
 
 
@@ -237,6 +240,18 @@ class _Compiler:
             # typed is also compared with the unstemmed words.
             found.update(self._stemmed(self.vocabulary.within(spelling, typed, node.distance)))
         return self.vocabulary.most_frequent(field_name, found)
+
+
+def id_set(ids: Sequence[str], param: str) -> tuple[str, list[tuple[str, str]]]:
+    """A query of the documents with these ids, and the request parameters it reads: `param`
+    holds the list (one `{!terms}` query however long it is, not a clause per id), separated
+    by a character no id of it holds (`param`_sep). (Not named `ids`: Solr reads a request's
+    `ids` as the documents to return, whatever the query.)"""
+    if not ids:
+        return NOTHING, []
+    separator = next(s for s in _ID_SEPARATORS if not any(s in i for i in ids))
+    query = f"{{!terms f=id separator=${param}_sep v=${param}}}"
+    return query, [(param, separator.join(ids)), (f"{param}_sep", separator)]
 
 
 def escape_wildcard(pattern: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
 import orjson
 
 from searchsvc.facets import FACETS
@@ -27,10 +28,11 @@ LOOKUP_SEP = "\x1f"
 _WORD_START = re.compile(r"(?:^|(?<=[\s.\-_']))(?=\w)")
 STORED_FIELDS = "id,record"
 # The layout of record documents, bumped when they gain or change fields that searches rely
-# on (2: the subject fields). A collection's meta document records the layout it was built
-# with, and writes to one of another layout are refused: its schema lacks the fields, and only
-# a rebuild brings it up to date.
-LAYOUT = 2
+# on, or when their analysis changes (2: the subject fields; 3: acronym plurals stemmed as
+# their singular). A collection's meta document records the layout it was built with, and
+# writes to one of another layout are refused: its schema lacks the fields or analyses its
+# text otherwise, and only a rebuild brings it up to date.
+LAYOUT = 3
 # The index fields of the subject facets: counted per facet (`category`, `subject` and their
 # primary-only twins, whose values are canonical codes) and filtered on the folded keys of
 # every level (category, archive, group), with cross-lists or of the primary category only.
@@ -40,11 +42,14 @@ COUNT_FIELDS = {
     True: {"category": "category_primary", "subject": "subject_primary"},
 }
 SUBJECT_KEYS = {False: "subject_key", True: "subject_key_primary"}
+# The field of a record's int8 vector (searchsvc.embeddings), and its size in the schema.
+VECTOR_FIELD = "vector"
+VECTOR_DIMENSIONS = 384
 
 
-def to_document(record: Record, seq: int) -> dict[str, Any]:
+def to_document(record: Record, seq: int, vector: np.ndarray | None = None) -> dict[str, Any]:
     """The fields Solr indexes and stores for a record; `seq` orders it among the records
-    written (later writes larger)."""
+    written (later writes larger); `vector` is its int8 vector, in an index with vectors."""
     document: dict[str, Any] = {
         "id": record.id,
         "seq": seq,
@@ -64,6 +69,8 @@ def to_document(record: Record, seq: int) -> dict[str, Any]:
     }
     if record.year is not None:
         document["year"] = record.year
+    if vector is not None:
+        document[VECTOR_FIELD] = vector.tolist()  # whole numbers, as the BYTE encoding takes
     return document
 
 

@@ -4,12 +4,12 @@ and did-you-mean computed as the Whoosh backend computes them."""
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 import orjson
 
+from searchsvc.backends import spelling
 from searchsvc.backends.solr import analysis
 from searchsvc.backends.solr.compile import (
     WORD_FIELDS,
@@ -28,7 +28,7 @@ from searchsvc.backends.solr.documents import (
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
 from searchsvc.facets import FACET_NAMES, facet_named
 from searchsvc.highlighting import highlight_record
-from searchsvc.query import FacetValue, Hit, SearchRequest, SearchResult
+from searchsvc.query import FacetValue, Hit, SearchRequest, SearchResult, with_selected
 from searchsvc.subjects import taxonomy
 from searchsvc.texts import fold
 
@@ -47,9 +47,6 @@ SORTS = {
     "title": "title_sort asc,seq asc",
 }
 SPELLING_FIELD = "content_words"
-MAX_CORRECTION_DISTANCE = 2
-MAX_CORRECTED_LENGTH = 32
-_WORD = re.compile(r"\w+")
 
 
 def execute_search(
@@ -71,6 +68,7 @@ def execute_search(
     ]
     params += filter_params(request)
     params += facet_params(request.facets, request.facet_size, request.primary_only)
+    params += selected_count_params(request)
     checked = word_terms(compiled)
     if checked:
         params.append(("json.facet", word_count_facets(checked)))
@@ -160,18 +158,44 @@ def facet_params(
     return params
 
 
+def selected_count_params(request: SearchRequest) -> list[tuple[str, str]]:
+    """A facet query per selected value of each facet counted: the records the value's filter
+    selects, without the facet's own filter, as the facet's values are counted (a subject of
+    any level counts the records under it). The top N may leave the value out, or hold none."""
+    params = []
+    for facet in request.facets:
+        for n, value in enumerate(request.selected(facet)):
+            query = filter_query(facet, (value,), request.primary_only)
+            params.append(("facet.query", f"{{!ex={facet} key={selected_key(facet, n)}}}{query}"))
+    return params
+
+
+def selected_key(facet: str, n: int) -> str:
+    """The key of the facet query counting the `n`th selected value of `facet`."""
+    return f"selected.{facet}.{n}"
+
+
 def facet_counts(
     answer: dict[str, Any], facets: tuple[str, ...], selected: dict[str, tuple[str, ...]]
 ) -> dict[str, tuple[FacetValue, ...]]:
-    fields = answer.get("facet_counts", {}).get("facet_fields", {})
+    """Each facet's top values, then the selected values they leave out (query.with_selected)."""
+    counts = answer.get("facet_counts", {})
+    fields = counts.get("facet_fields", {})
+    queries = counts.get("facet_queries", {})
     counted = {}
     for facet in facets:
+        values = selected.get(facet, ())
         # Filters match case- and accent-insensitively: the flag follows the match.
-        chosen = {fold(value) for value in selected.get(facet, ())}
-        counted[facet] = tuple(
+        chosen = {fold(value) for value in values}
+        top = tuple(
             FacetValue(value, count, fold(value) in chosen)
             for value, count in pairs(fields.get(facet, []))
         )
+        # SolrCloud leaves a facet query that counted no record out of a distributed answer.
+        selected_counts = {
+            value: int(queries.get(selected_key(facet, n), 0)) for n, value in enumerate(values)
+        }
+        counted[facet] = with_selected(top, values, selected_counts.__getitem__)
     return counted
 
 
@@ -220,34 +244,29 @@ def did_you_mean(
     compiled: CompiledQuery,
     known: set[tuple[str, str]],
 ) -> str | None:
-    """The query with unknown words replaced by close indexed words, or None; `known` holds
-    the (field, term) pairs of its words found in some document."""
-    replacements = []
-    for (start, end), terms in sorted(_correctable(compiled).items()):
-        if any(pair in known for pair in terms):
-            continue
-        word = compiled.text[start:end]
-        # A number is no misspelt word ("2023" is not a typo of "23").
-        if not _WORD.fullmatch(word) or word.isdigit() or len(word) > MAX_CORRECTED_LENGTH:
-            continue
-        corrected = correct(vocabulary, index_stems, fold(word))
-        if corrected:
-            replacements.append((start, end, corrected))
-    if not replacements:
-        return None
-    text = compiled.text
-    for start, end, word in reversed(replacements):
-        text = text[:start] + word + text[end:]
-    return " ".join(text.split())
+    """The query with its words that found no records replaced by close indexed words, or
+    None; `known` holds the (field, term) pairs of its words found in some document."""
+    unknown = [
+        span
+        for span, terms in _correctable(compiled).items()
+        if not any(pair in known for pair in terms)
+    ]
+    return spelling.corrected_query(
+        compiled.text, unknown, lambda word: correct(vocabulary, index_stems, word)
+    )
 
 
 def correct(vocabulary: Vocabulary, index_stems: IndexStems, word: str) -> str | None:
-    """The most frequent indexed word nearest to `word` (sharing its first letter), or None."""
-    for distance in range(1, MAX_CORRECTION_DISTANCE + 1):
-        found = [w for w in vocabulary.within(SPELLING_FIELD, word, distance) if w != word]
-        if found:
-            # The candidates are words of the index (content_words): none is a stop word.
-            stems = index_stems.of(found)
-            counts = vocabulary.frequencies("content", set(stems.values()))
-            return max(found, key=lambda w: (counts.get(stems[w], 0), w))
-    return None
+    """The correction of `word` among the indexed words near it (spelling.best_correction), or
+    None."""
+    reach = spelling.max_edits(word)
+    if not reach:
+        return None
+    near = vocabulary.within(SPELLING_FIELD, word, reach, scorer=spelling.edit_distance())
+    found = [w for w in near if w != word]
+    if not found:
+        return None
+    # The candidates are words of the index (content_words): none is a stop word.
+    stems = index_stems.of(found)
+    counts = vocabulary.frequencies("content", set(stems.values()))
+    return spelling.best_correction(word, {w: counts.get(stems[w], 0) for w in found})

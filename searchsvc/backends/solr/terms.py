@@ -8,7 +8,7 @@ engine follows (backends/expansion.py), so a query means the same on both engine
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
@@ -70,8 +70,15 @@ class Vocabulary:
         ]
         return list(_term_counts(self.connection.post("terms", params, form=True), field))
 
-    def within(self, field: str, word: str, distance: int) -> list[str]:
-        """Terms within `distance` edits of `word` sharing its first letter, in order."""
+    def within(
+        self,
+        field: str,
+        word: str,
+        distance: int,
+        scorer: Callable[..., int] = Levenshtein.distance,
+    ) -> list[str]:
+        """Terms within `distance` edits (Levenshtein's, or a rapidfuzz `scorer`'s) of `word`
+        sharing its first letter, in order."""
         if not word:
             return []
         low, high = max(1, len(word) - distance), len(word) + distance
@@ -83,9 +90,7 @@ class Vocabulary:
             ("terms.regex", f".{{{low},{high}}}"),
         ]
         candidates = list(_term_counts(self.connection.post("terms", params, form=True), field))
-        found = process.extract(
-            word, candidates, scorer=Levenshtein.distance, score_cutoff=distance, limit=None
-        )
+        found = process.extract(word, candidates, scorer=scorer, score_cutoff=distance, limit=None)
         return sorted(term for term, _, _ in found)
 
     def most_frequent(

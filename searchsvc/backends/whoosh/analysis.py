@@ -18,7 +18,7 @@ from typing import cast
 from whoosh.analysis import STOP_WORDS
 from whoosh.support.charset import accent_map
 
-from searchsvc.backends.whoosh.schema import snowball_english
+from searchsvc.backends.whoosh.schema import english_stem
 from searchsvc.highlighting import _ARRAY_SPLIT_MIN_CHARS as _ARRAY_SPLIT_MIN_CHARS
 from searchsvc.highlighting import _SPLIT as _SPLIT
 from searchsvc.highlighting import _ascii_word_bounds as _ascii_word_bounds
@@ -49,7 +49,7 @@ def _lower_folded(raw: str) -> str:
 def _fate(raw: str) -> tuple[str, str | None]:
     word = _lower_folded(raw)
     stopped = len(word) < _MIN_WORD or word in _STOP_WORDS
-    stem = None if stopped else snowball_english(word)
+    stem = None if stopped else english_stem(word)
     if len(_cache) >= _MAX_CACHED:
         _cache.clear()
         _kept_cache.clear()

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
 from whoosh.index import LockError
 
 from searchsvc.backends import whoosh_path
@@ -17,6 +18,13 @@ from searchsvc.backends.contract import (
     SearchBackend,
     WriteResult,
     unique_by_id,
+)
+from searchsvc.backends.vectors import (
+    VECTORS_METADATA,
+    embed_for_index,
+    encoder_for,
+    model_of,
+    vectors_metadata,
 )
 from searchsvc.backends.whoosh.build.writer import (
     add_records,
@@ -32,6 +40,8 @@ from searchsvc.backends.whoosh.search.searcher import REFRESH_INTERVAL, Searcher
 from searchsvc.backends.whoosh.search.stats import index_stats
 from searchsvc.backends.whoosh.search.suggest import autocomplete, facet_values
 from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.embeddings import shared_encoder
+from searchsvc.embeddings.encoder import QUANTISATION_SCALE
 from searchsvc.errors import BuildInProgress, RecordNotFound
 from searchsvc.facets import facet_named
 from searchsvc.query import (
@@ -76,9 +86,13 @@ class WhooshBackend(SearchBackend):
         return cls(IndexDirectory(whoosh_path(url)))
 
     # -- read side ---------------------------------------------------------------------------
-    def search(self, request: SearchRequest) -> SearchResult:
+    def search(self, request: SearchRequest, vector: np.ndarray | None = None) -> SearchResult:
         with self._searchers.view() as view:
-            return execute_search(view, request)
+            return execute_search(view, request, vector)
+
+    def vector_model(self) -> str | None:
+        with self._searchers.view() as view:
+            return view.vector_model
 
     def get(self, record_id: str) -> Record:
         with self._searchers.view() as view:
@@ -95,6 +109,10 @@ class WhooshBackend(SearchBackend):
             if docnum is None:
                 raise RecordNotFound(f"no record with id {record_id!r}", id=record_id)
             record = from_stored(searcher.stored_fields(docnum))
+            if view.vector_model is not None:
+                table = view.vectors
+                if table.present[docnum]:
+                    return _nearest_to(view, docnum, table, limit)
             results = searcher.more_like(
                 docnum,
                 "content",
@@ -160,13 +178,26 @@ class WhooshBackend(SearchBackend):
         metadata: Mapping[str, Any] | None = None,
         procs: int | None = None,
         progress: Progress | None = None,
+        vectors: bool = False,
     ) -> WriteResult:
         records = unique_by_id(records)
         progress = progress or NoProgress()
         procs = choose_procs(len(records), procs)
         saved = {**(metadata or {}), "writer": describe_writer(procs), "documents": len(records)}
+        embedded = None
+        if vectors:
+            encoder = shared_encoder()
+            embedded = _column_values(embed_for_index(encoder, records, progress))
+            saved[VECTORS_METADATA] = vectors_metadata(encoder)
         with self.directory.build(saved) as index:
-            add_records(index, records, procs, progress.advance, lambda: progress.stage("commit"))
+            add_records(
+                index,
+                records,
+                procs,
+                progress.advance,
+                lambda: progress.stage("commit"),
+                embedded,
+            )
         self.refresh()
         return WriteResult(
             added=len(records), version=self.version(), writer=describe_writer(procs)
@@ -203,6 +234,12 @@ class WhooshBackend(SearchBackend):
         progress: Progress,
     ) -> WriteResult:
         last_update = dict(metadata or {})
+        # An index with vectors keeps one for every record: upserts get theirs before the
+        # index is locked (embedding is the slow part of a write).
+        model = model_of(self.directory.metadata())
+        embedded = None
+        if model is not None and upserts:
+            embedded = _column_values(embed_for_index(encoder_for(model), upserts, progress))
         with self.directory.update({"last_update": last_update}) as index:
             with index.searcher() as searcher:
                 present = {
@@ -214,7 +251,12 @@ class WhooshBackend(SearchBackend):
             upserted = {record.id for record in upserts}
             deleted = sum(1 for record_id in set(deletes) - upserted if record_id in present)
             apply_changes(
-                index, upserts, deletes, progress.advance, lambda: progress.stage("commit")
+                index,
+                upserts,
+                deletes,
+                progress.advance,
+                lambda: progress.stage("commit"),
+                embedded,
             )
             last_update.update(
                 {"added": len(upserts) - replaced, "replaced": replaced, "deleted": deleted}
@@ -233,6 +275,21 @@ class WhooshBackend(SearchBackend):
 
     def close(self) -> None:
         self._searchers.close()
+
+
+def _column_values(vectors: np.ndarray) -> list[bytes]:
+    """int8 vectors as the index's `vector` column holds them."""
+    return [row.tobytes() for row in vectors]
+
+
+def _nearest_to(view, docnum: int, table, limit: int) -> tuple[Hit, ...]:
+    """The records whose vectors are nearest this one's (itself left out)."""
+    allowed = view.facets.live.copy()
+    allowed[docnum] = False
+    own = table.vectors[docnum].astype(np.float32) / QUANTISATION_SCALE
+    docnums, scores = table.nearest(own, allowed, limit)
+    ranked = list(zip(docnums.tolist(), scores.tolist(), strict=True))
+    return hits_for(view.searcher, ranked, terms=None)
 
 
 def _check_limit(limit: int, maximum: int = MAX_PER_PAGE) -> int:

@@ -16,12 +16,15 @@ _FACET_SEP, _VALUE_SEP = "\x1e", "\x1f"
 # (accel/facet_table.py), so a newer taxonomy needs no rebuild.
 PACKED_FACETS = ("year", "author", "category")
 
+# The column holding a record's int8 vector (semantic search), when the index has vectors.
+VECTOR_COLUMN = "vector"
+
 # Whoosh stores None poorly for some field types; these stored fields may be absent.
 _OPTIONAL = ("url", "doi", "journal_ref", "comments")
 
 
-def to_document(record: Record) -> dict[str, Any]:
-    """The fields Whoosh indexes and stores for a record."""
+def to_document(record: Record, vector: bytes | None = None) -> dict[str, Any]:
+    """The fields Whoosh indexes and stores for a record (and its int8 vector, if any)."""
     document: dict[str, Any] = {
         "id": record.id,
         "title": record.title,
@@ -42,6 +45,8 @@ def to_document(record: Record) -> dict[str, Any]:
         value = getattr(record, name)
         if value:
             document[name] = value
+    if vector is not None:
+        document[VECTOR_COLUMN] = vector
     return document
 
 

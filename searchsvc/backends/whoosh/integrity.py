@@ -46,11 +46,12 @@ _TOC_TEMPORARY = re.compile(r"^_MAIN_[0-9]+\.toc\..+$")
 _MANIFEST = re.compile(rf"^{re.escape(MANIFEST_PREFIX)}([0-9]+)\.json$")
 # Whoosh's lock file: created and removed by its writers, never data.
 _NOT_DATA = frozenset(("MAIN_WRITELOCK",))
-# Accelerations derived from Whoosh's files (accel/: facet arrays, lexicons, posting arrays):
+# Accelerations derived from Whoosh's files (accel/: facet arrays, lexicons, posting arrays,
+# vector graphs):
 # each loader checks its own file (magic, format, the state it was made for) and computes the
 # data again from Whoosh's files when it is missing or damaged, so such a file is no reason to
 # stop serving a generation, and is left out of manifests.
-_DERIVED = re.compile(r"^(facets\.npz|lexicons\.npz|.*\.postarrays)$")
+_DERIVED = re.compile(r"^(facets\.npz|lexicons\.npz|.*\.postarrays|.*\.vectorgraph)$")
 _CHUNK = 4 << 20
 # Remembered checksums; cleared whole when it holds more (a long life of updates).
 _MAX_REMEMBERED = 50_000

@@ -1,17 +1,16 @@
-"""How the Whoosh index ranks: BM25F with the constants every engine uses, and the index field
-of each query language field. (Which fields a query's words search, and their boosts, are the
-same on every engine: backends/ranked_fields.py.)"""
+"""How the Whoosh index ranks: divergence from randomness with the constant every engine uses,
+and the index field of each query language field. (Which fields a query's words search, their
+boosts and the ranking model are the same on every engine: backends/ranked_fields.py.)"""
 
 from __future__ import annotations
 
 from whoosh import scoring
 
 from searchsvc.backends import ranked_fields
-from searchsvc.backends.whoosh.accel.array_scoring import ProbabilisticBM25F
+from searchsvc.backends.whoosh.accel.array_scoring import DivergenceFromRandomness
 
-# Module constants, so that benchmarks/relevance.py can sweep them (`--set BM25_B=...`).
-BM25_B = ranked_fields.BM25_B
-BM25_K1 = ranked_fields.BM25_K1
+# A module constant, so that benchmarks/relevance.py can try others (`--set DFR_C=...`).
+DFR_C = ranked_fields.DFR_C
 
 # The query language's field names (querylang.FIELDS) -> index fields.
 INDEX_FIELD_OF = {
@@ -25,4 +24,4 @@ INDEX_FIELD_OF = {
 
 
 def weighting() -> scoring.WeightingModel:
-    return ProbabilisticBM25F(B=BM25_B, K1=BM25_K1)
+    return DivergenceFromRandomness(c=DFR_C)

@@ -13,8 +13,11 @@ from whoosh.analysis import (
 )
 from whoosh.support.charset import accent_map
 
-# Bump when the schema or analysis changes in a way that needs a rebuild.
-SCHEMA_VERSION = 2
+from searchsvc.backends.acronym_plurals import singular
+
+# Bump when the schema or analysis changes in a way that needs a rebuild (3: acronym plurals
+# are stemmed as their singular, acronym_plurals.py).
+SCHEMA_VERSION = 3
 # The fields a query may search (queries/ compiles against these alone), so the only fields whose
 # posting lists ranking reads: accel/posting_arrays_file.py saves theirs.
 QUERY_FIELDS = ("title", "abstract", "content", "author_names", "category", "year")
@@ -27,18 +30,25 @@ _ENGLISH.maxCacheSize = 0
 
 
 def snowball_english(word: str) -> str:
-    """PyStemmer's C Snowball stemmer; module-level so Whoosh can pickle the analyzer by name."""
+    """PyStemmer's C Snowball stemmer alone (the index stems with `english_stem`)."""
     return _ENGLISH.stemWord(word)
 
 
+def english_stem(word: str) -> str:
+    """The index term of a kept word: Snowball English of it, an acronym plural made singular
+    first (`gpus` -> `gpu`); module-level so Whoosh can pickle the analyzer by name."""
+    return _ENGLISH.stemWord(singular(word))
+
+
 def text_analyzer():
-    """Words, lowercased, accents folded (`balazs` finds `Balázs`), stop words dropped, stemmed."""
+    """Words, lowercased, accents folded (`balazs` finds `Balázs`), stop words dropped, stemmed
+    (`GPUs` as `gpu`)."""
     return (
         RegexTokenizer()
         | LowercaseFilter()
         | CharsetFilter(accent_map)
         | StopFilter()
-        | StemFilter(stemfn=snowball_english)
+        | StemFilter(stemfn=english_stem)
     )
 
 
@@ -67,6 +77,10 @@ def build_schema() -> fields.Schema:
         # searcher loads them for all documents in one read, instead of unpickling each
         # document's stored fields, one by one.
         facet_values=fields.COLUMN(columns.VarBytesColumn()),
+        # The record's int8 embedding (semantic and hybrid search), empty when the index was
+        # built without vectors: a column, so a snapshot reads all of them in one pass
+        # (accel/vector_table.py) and merges carry them like any other value.
+        vector=fields.COLUMN(columns.VarBytesColumn()),
         # Display-only fields.
         authors=fields.STORED(),
         categories=fields.STORED(),

@@ -44,6 +44,7 @@ from whoosh import index as whoosh_index
 from whoosh.index import Index
 
 from searchsvc.backends.contract import CheckedPart, Damage
+from searchsvc.backends.vectors import VECTORS_METADATA
 from searchsvc.backends.whoosh import integrity
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.accel.facet_table_file import facet_arrays_bytes, load_facet_table
@@ -53,6 +54,7 @@ from searchsvc.backends.whoosh.accel.posting_arrays_file import (
     write_missing_posting_arrays,
 )
 from searchsvc.backends.whoosh.accel.snapshot_postings import reader_signature
+from searchsvc.backends.whoosh.accel.vector_table import write_missing_graphs
 from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.integrity import METADATA, Verdict
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION, build_schema
@@ -287,6 +289,7 @@ class IndexDirectory:
                 _save_state_files(index, build_dir)
                 # The fast writer saved every segment's; one written by Whoosh's gets them here.
                 write_missing_posting_arrays(index)
+                _write_vector_graphs(index, metadata)
                 metadata.setdefault("built_at", datetime.now(UTC).isoformat())
                 metadata["schema_version"] = SCHEMA_VERSION
                 _write_atomically(build_dir / METADATA, json.dumps(metadata, indent=2))
@@ -340,6 +343,7 @@ class IndexDirectory:
             # merged-away segments went with them (Whoosh deletes files named after a segment).
             remove_leftover_files(self.live_path())
             write_missing_posting_arrays(index)
+            _write_vector_graphs(index, self.metadata())
             meta_path = self.live_path() / METADATA
             saved = self.metadata()
             saved.update(metadata)
@@ -397,6 +401,14 @@ def _save_state_files(index: Index, generation: Path, previous: PreviousTable | 
             for leftover in generation.glob(f".{name}.*.tmp"):
                 leftover.unlink()  # from a writer killed mid-write (we hold the lock: none runs)
             _write_atomically(generation / name, content())
+
+
+def _write_vector_graphs(index: Index, metadata: dict[str, Any]) -> None:
+    # Large segments of an index with vectors get a nearest-neighbour graph (derived, like the
+    # posting arrays; accel/vector_table.py scans a segment without one).
+    vectors = metadata.get(VECTORS_METADATA)
+    if isinstance(vectors, dict) and vectors.get("dimensions"):
+        write_missing_graphs(index, int(vectors["dimensions"]))
 
 
 def _seal(generation: Path, toc_generation: int) -> None:

@@ -22,7 +22,7 @@ from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.documents import PACKED_FACETS, stored_facets, unpack_facets
 from searchsvc.facets import facet_named
-from searchsvc.query import FacetValue
+from searchsvc.query import FacetValue, with_selected
 from searchsvc.subjects import taxonomy
 from searchsvc.texts import fold
 
@@ -403,7 +403,7 @@ class FacetTable:
                 moved_to[start : start + count] = np.arange(offset, offset + count)
                 year[offset : offset + count] = previous.year[start : start + count]
                 continue
-            for local, packed in enumerate(_leaf_column_bytes(leaf, FACET_COLUMN)):
+            for local, packed in enumerate(leaf_column_bytes(leaf, FACET_COLUMN)):
                 if live[offset + local]:
                     fresh_docs.append(offset + local)
                     fresh_values.append(unpack_facets(packed))
@@ -546,11 +546,11 @@ def _column_bytes(reader: IndexReader, name: str) -> list[bytes]:
     values: list[bytes] = []
     for leaf, _ in reader.leaf_readers():
         if leaf.doc_count_all():  # an empty index's reader has no columns at all
-            values.extend(_leaf_column_bytes(leaf, name))
+            values.extend(leaf_column_bytes(leaf, name))
     return values
 
 
-def _leaf_column_bytes(leaf: IndexReader, name: str) -> list[bytes]:
+def leaf_column_bytes(leaf: IndexReader, name: str) -> list[bytes]:
     """One segment's values of a bytes column, read in one piece where the column is Whoosh's
     VarBytesColumn, else value by value."""
     column = leaf.column_reader(name, translate=False) if leaf.has_column(name) else None
@@ -576,7 +576,8 @@ def disjunctive_counts(
     selected: dict[str, Sequence[str]],
     primary_only: bool = False,
 ) -> dict[str, tuple[FacetValue, ...]]:
-    """Counts of each facet over the matches, with the filters of the *other* facets only.
+    """Counts of each facet over the matches, with the filters of the *other* facets only: the
+    top `size` values, then the selected values they leave out (query.with_selected).
 
     `matched` already holds every filter that is not a facet selection (e.g. a year range);
     `filters` maps a facet name to the mask of its selected values.
@@ -587,6 +588,28 @@ def disjunctive_counts(
         for other, mask in filters.items():
             if other != facet:
                 documents &= mask
-        column = table.column(facet, primary_only)
-        result[facet] = column.top_values(documents, size, selected.get(facet, ()))
+        chosen = tuple(selected.get(facet, ()))
+        top = table.column(facet, primary_only).top_values(documents, size, chosen)
+        # One value selected: its mask is the facet's filter, already made.
+        only = filters.get(facet) if len(chosen) == 1 else None
+        count = _selection_counter(table, facet, documents, primary_only, only)
+        result[facet] = with_selected(top, chosen, count)
     return result
+
+
+def _selection_counter(
+    table: FacetTable,
+    facet: str,
+    documents: np.ndarray,
+    primary_only: bool,
+    mask: np.ndarray | None,
+) -> Callable[[str], int]:
+    """How many of `documents` a selected value of `facet` selects (`mask`, when given, is the
+    value's own filter): what its filter selects, so that a subject of any level (an archive
+    in the category facet, a group) counts the records under it."""
+
+    def count(value: str) -> int:
+        selects = table.filter_mask(facet, (value,), primary_only) if mask is None else mask
+        return int(np.count_nonzero(documents & selects))
+
+    return count

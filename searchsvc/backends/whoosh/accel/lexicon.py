@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import extract
@@ -61,8 +61,15 @@ class Lexicon:
         )
         return (term for term in candidates if regex.fullmatch(term))
 
-    def within(self, word: str, distance: int, prefix: int = 1) -> list[str]:
-        """Terms within a Levenshtein distance of `word` sharing its first `prefix` characters.
+    def within(
+        self,
+        word: str,
+        distance: int,
+        prefix: int = 1,
+        scorer: Callable[..., int] = Levenshtein.distance,
+    ) -> list[str]:
+        """Terms within a Levenshtein distance (or a rapidfuzz `scorer`'s) of `word` sharing its
+        first `prefix` characters.
 
         In order; the same terms as Whoosh's `levenshtein_automaton(word, distance, prefix)`.
         (Two strings with a common prefix are as far apart as what follows the prefix.)
@@ -73,9 +80,7 @@ class Lexicon:
         if start:
             high = bisect.bisect_left(self.terms, start + _AFTER_EVERY_CHARACTER, low)
         candidates = self.terms[low:high] if start else self.terms
-        found = extract(
-            word, candidates, scorer=Levenshtein.distance, score_cutoff=distance, limit=None
-        )
+        found = extract(word, candidates, scorer=scorer, score_cutoff=distance, limit=None)
         return sorted(term for term, _, _ in found)
 
 

@@ -6,7 +6,7 @@ the live documents containing it (`Postings`), sliced from each segment's memory
 posting-arrays file (posting_arrays_file.py) or, for a segment without a sound one, decoded
 from Whoosh's posting blocks (posting_blocks.py) and then kept in a byte-bounded LRU; and for a
 field, every document's length as the byte Whoosh stores (`length_bytes`, decoded with
-`LENGTH_OF_BYTE`) plus the collection statistics BM25F needs. `array_scoring.rank` scores
+`LENGTH_OF_BYTE`) plus the collection statistics the ranking needs. `array_scoring.rank` scores
 queries over these arrays.
 
 A reader of another state of the index (a rebuild, an update, a merge) has another
@@ -63,6 +63,7 @@ class Postings:
     # (frequencies), else float32 when it holds every weight, else float64.
     weights: np.ndarray
     doc_frequency: int  # Whoosh's document frequency: deleted documents included, as idf uses
+    frequency: float  # Whoosh's total weight of the term (its occurrences), likewise
 
     @property
     def nbytes(self) -> int:
@@ -165,7 +166,7 @@ class SnapshotArrays:
         """The live documents with `text` in `field` (none for an unknown field or value)."""
         btext = self._term_bytes(field, text)
         if btext is None:
-            return Postings(_EMPTY_DOCS, _EMPTY_WEIGHTS, 0)
+            return Postings(_EMPTY_DOCS, _EMPTY_WEIGHTS, 0, 0.0)
         key = (field, btext)
         cached = self._postings.get(key)
         if cached is not None:
@@ -193,6 +194,7 @@ class SnapshotArrays:
         docs: list[np.ndarray] = []
         weights: list[np.ndarray] = []
         sidecar_frequency = 0
+        sidecar_weight = 0  # occurrences: the mapped weights are frequencies (uint16)
         every_leaf_mapped = True
         for number, (leaf, offset) in enumerate(reader.leaf_readers()):
             found = self._mapped_postings(number, field, btext)
@@ -203,6 +205,7 @@ class SnapshotArrays:
                     continue
             else:
                 sidecar_frequency += len(found[0])
+                sidecar_weight += int(found[1].sum(dtype=np.int64))
             leaf_docs, leaf_weights = found
             if number in self._leaves_with_deletions:
                 alive = self.live[leaf_docs + offset]
@@ -211,20 +214,25 @@ class SnapshotArrays:
                 # int32 global numbers, made in one step (the mapped docs are read-only views).
                 docs.append(np.add(leaf_docs, offset, dtype=np.int32))
                 weights.append(leaf_weights)
-        # Whoosh's document frequency counts every posting, deleted documents too: the mapped
-        # lists' lengths when every segment has its file, else Whoosh's term table.
-        doc_frequency = (
-            sidecar_frequency if every_leaf_mapped else reader.doc_frequency(field, btext)
-        )
+        # Whoosh's document frequency and total weight count every posting, deleted documents
+        # too: the mapped lists' when every segment has its file, else Whoosh's term table.
+        if every_leaf_mapped:
+            doc_frequency, frequency = sidecar_frequency, float(sidecar_weight)
+        else:
+            doc_frequency = reader.doc_frequency(field, btext)
+            frequency = reader.frequency(field, btext)
         if not docs:
-            return Postings(_EMPTY_DOCS, _EMPTY_WEIGHTS, doc_frequency), every_leaf_mapped
+            return (
+                Postings(_EMPTY_DOCS, _EMPTY_WEIGHTS, doc_frequency, frequency),
+                every_leaf_mapped,
+            )
         all_docs = docs[0] if len(docs) == 1 else np.concatenate(docs)
         all_weights = weights[0] if len(weights) == 1 else np.concatenate(weights)
         if all_weights.dtype == np.float64:
             narrow = all_weights.astype(np.float32)
             if np.array_equal(narrow, all_weights):
                 all_weights = narrow  # frequencies: float32 holds them exactly, in half the bytes
-        return Postings(all_docs, all_weights, doc_frequency), every_leaf_mapped
+        return Postings(all_docs, all_weights, doc_frequency, frequency), every_leaf_mapped
 
     def _mapped_postings(
         self, number: int, field: str, btext: bytes

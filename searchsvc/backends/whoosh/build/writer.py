@@ -71,8 +71,10 @@ def add_records(
     procs: int = 1,
     on_added: OnAdded | None = None,
     on_commit: Callable[[], None] | None = None,
+    vectors: Sequence[bytes] | None = None,
 ) -> None:
-    """Add `records` to a fresh `index` and commit; raise if the index misses any of them."""
+    """Add `records` (with their int8 `vectors`, when given, in the same order) to a fresh
+    `index` and commit; raise if the index misses any of them."""
     lock = index.lock("WRITELOCK")
     if not lock.acquire(False):
         raise LockError
@@ -80,9 +82,9 @@ def add_records(
     try:
         procs = max(1, min(procs, len(records)))
         if procs == 1:
-            segments = _build_here(index, records, on_added, on_commit)
+            segments = _build_here(index, records, on_added, on_commit, vectors)
         else:
-            segments = _build_in_workers(index, records, procs, on_added, on_commit)
+            segments = _build_in_workers(index, records, procs, on_added, on_commit, vectors)
         toc = TOC.read(storage, index.indexname, schema=index.schema)
         every_segment = toc.segments + [s for s in segments if s.doc_count_all()]
         TOC(toc.schema, every_segment, toc.generation + 1).write(storage, index.indexname)
@@ -103,9 +105,9 @@ def _new_segment(index: Index) -> W3Segment:
     return default_codec().new_segment(index.storage, index.indexname)
 
 
-def _build_here(index, records, on_added, on_commit):
+def _build_here(index, records, on_added, on_commit, vectors=None):
     segments = [_new_segment(index) for _ in _chunks(0, len(records))]
-    built = _build_segments(index, segments, records, 0, len(records), on_added)
+    built = _build_segments(index, segments, records, 0, len(records), on_added, vectors)
     if on_commit:
         on_commit()
     return built
@@ -118,12 +120,13 @@ def _chunks(start: int, stop: int) -> list[tuple[int, int]]:
     ]
 
 
-def _build_segments(index, segments, records, start, stop, on_added) -> list:
+def _build_segments(index, segments, records, start, stop, on_added, vectors=None) -> list:
     built = []
     with _collector_paused():
         for segment, (a, b) in zip(segments, _chunks(start, stop), strict=True):
             builder = SegmentBuilder(index.storage, index.schema, segment)
-            _add_all(builder, records[a:b], on_added or (lambda count: None))
+            share = None if vectors is None else vectors[a:b]
+            _add_all(builder, records[a:b], on_added or (lambda count: None), share)
             built.append(builder.finish())
     return built
 
@@ -146,11 +149,16 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _add_all(builder: SegmentBuilder, records: Sequence[Record], report: OnAdded) -> None:
+def _add_all(
+    builder: SegmentBuilder,
+    records: Sequence[Record],
+    report: OnAdded,
+    vectors: Sequence[bytes] | None = None,
+) -> None:
     add = builder.add
     pending = 0
-    for record in records:
-        add(to_document(record))
+    for i, record in enumerate(records):
+        add(to_document(record, None if vectors is None else vectors[i]))
         pending += 1
         if pending == _REPORT_EVERY:
             report(pending)
@@ -159,7 +167,7 @@ def _add_all(builder: SegmentBuilder, records: Sequence[Record], report: OnAdded
         report(pending)
 
 
-def _build_in_workers(index, records, procs, on_added, on_commit):
+def _build_in_workers(index, records, procs, on_added, on_commit, vectors=None):
     """Build the segments of each contiguous share of `records` in a forked worker."""
     context = multiprocessing.get_context("fork")
     share = -(-len(records) // procs)
@@ -172,7 +180,7 @@ def _build_in_workers(index, records, procs, on_added, on_commit):
             receiver, sender = context.Pipe(duplex=False)
             worker = context.Process(
                 target=_worker_main,
-                args=(index, segments, records, start, stop, sender, os.getpid()),
+                args=(index, segments, records, start, stop, sender, os.getpid(), vectors),
                 daemon=True,
             )
             worker.start()
@@ -210,12 +218,16 @@ def _collect(jobs, total, on_added, on_commit):
     return [segment for number in range(len(jobs)) for segment in segments[number]]
 
 
-def _worker_main(index, segments, records, start, stop, sender: Connection, parent: int) -> None:
+def _worker_main(
+    index, segments, records, start, stop, sender: Connection, parent: int, vectors=None
+) -> None:
     # A worker outliving a killed build would keep writing into a directory being removed.
     die_with_parent(parent)
     try:
         report = lambda count: sender.send(("added", count))  # noqa: E731
-        sender.send(("done", _build_segments(index, segments, records, start, stop, report)))
+        sender.send(
+            ("done", _build_segments(index, segments, records, start, stop, report, vectors))
+        )
     except BaseException:
         sender.send(("error", traceback.format_exc()))
         raise
@@ -227,6 +239,7 @@ def apply_changes(
     deletes: Sequence[str] = (),
     on_added: OnAdded | None = None,
     on_commit: Callable[[], None] | None = None,
+    vectors: Sequence[bytes] | None = None,
 ) -> None:
     """Delete `deletes` by id, then replace the records whose id is already indexed and add
     the others, in one commit (readers see all of it or none).
@@ -248,7 +261,7 @@ def apply_changes(
                     writer.delete_document(docnum)
         if upserts:
             segments = [_new_segment(index) for _ in _chunks(0, len(upserts))]
-            added = _build_segments(index, segments, upserts, 0, len(upserts), on_added)
+            added = _build_segments(index, segments, upserts, 0, len(upserts), on_added, vectors)
         if on_commit:
             on_commit()
         writer.commit(mergetype=lambda w, segments: [*merge_small_segments(w, segments), *added])

@@ -3,8 +3,8 @@
 Matching and filtering work on boolean document masks over the snapshot's facet arrays, so
 the exact total and the facet counts come from one pass over the matched document numbers.
 Queries made only of terms (the common case: words, OR/AND, expanded wildcards) are matched and
-BM25F-scored on cached posting arrays (`scoring`), identical to Whoosh's own ranking but without
-one Python call per match; other shapes (phrases, NOT, ranges) fall back to Whoosh.
+scored on cached posting arrays (accel/array_scoring.py), identical to Whoosh's own ranking but
+without one Python call per match; other shapes (phrases, NOT, ranges) fall back to Whoosh.
 """
 
 from __future__ import annotations
@@ -14,30 +14,40 @@ import time
 import numpy as np
 from whoosh.searching import Searcher
 
-from searchsvc.backends.whoosh.accel.array_scoring import Bm25, extract_terms, score_all, top
+from searchsvc.backends.whoosh.accel.array_scoring import extract_terms, model_of, score_all, top
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable, disjunctive_counts
 from searchsvc.backends.whoosh.accel.snapshot_postings import SnapshotArrays
+from searchsvc.backends.whoosh.accel.vector_table import VectorTable
 from searchsvc.backends.whoosh.queries.compile import ParsedQuery, compile_query
 from searchsvc.backends.whoosh.search.results import highlight_terms, hits_for
 from searchsvc.backends.whoosh.search.searcher import View
 from searchsvc.backends.whoosh.search.suggest import did_you_mean
 from searchsvc.facets import FACET_NAMES
+from searchsvc.hybrid import FUSION_DEPTH, SEMANTIC_DEPTH, fused_page
 from searchsvc.query import SearchRequest, SearchResult
 from searchsvc.querylang import QueryTree
 
 
-def execute_search(view: View, request: SearchRequest) -> SearchResult:
-    """The SearchResult of a request on one snapshot of the index."""
+def execute_search(
+    view: View, request: SearchRequest, vector: np.ndarray | None = None
+) -> SearchResult:
+    """The SearchResult of a request on one snapshot of the index; `vector` is the query's
+    unit vector for the hybrid and semantic modes (hybrid.py says what each returns)."""
     started = time.perf_counter()
     searcher, table = view.searcher, view.facets
     parsed = compile_for(view, request.tree, request.fields)
+    # A query matching every record (`*`) has no meaning to rank by: listed as in lexical mode.
+    meaningful = vector is not None and not parsed.match_all
+    mode = request.mode if meaningful and request.mode else "lexical"
 
     scores = None
     term_query = None if parsed.match_all else extract_terms(parsed.query)
-    bm25 = Bm25.of(searcher.weighting) if term_query is not None else None
-    if term_query is not None and bm25 is not None:
+    model = model_of(searcher.weighting) if term_query is not None else None
+    if mode == "semantic":
+        matched = np.zeros_like(table.live)
+    elif term_query is not None and model is not None:
         arrays = view.shared("ranking", lambda s: SnapshotArrays(s.reader()))
-        scored = score_all(arrays, searcher.reader(), term_query, bm25)
+        scored = score_all(arrays, searcher.reader(), term_query, model)
         matched, scores = scored.matched, scored.scores
     else:
         matched = matching_documents(searcher, table, parsed)
@@ -45,6 +55,20 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
     if year_range is not None:
         matched &= year_range
     filters = facet_filters(table, request)
+    lexical = matched.copy()  # the lexical matches (within the year range)
+
+    vectors = view.vectors if mode != "lexical" else None
+    nearest_docs = np.zeros(0, dtype=np.int64)
+    nearest_scores = np.zeros(0, dtype=np.float32)
+    if vectors is not None and vector is not None:
+        passing = table.live.copy()
+        if year_range is not None:
+            passing &= year_range
+        for mask in filters.values():
+            passing &= mask
+        nearest_docs, nearest_scores = vectors.nearest(vector, passing, SEMANTIC_DEPTH)
+        matched[nearest_docs] = True
+
     selected = matched.copy()
     for mask in filters.values():
         selected &= mask
@@ -60,14 +84,42 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
         request.primary_only,
     )
     start = (request.page - 1) * request.per_page
+    relevance = request.effective_sort == "relevance" and (
+        mode != "lexical" or not parsed.match_all
+    )
     if start >= total:
         ranked: list[tuple[int, float | None]] = []
-    elif request.effective_sort == "relevance" and scores is not None:
+    elif relevance and mode == "semantic":
+        window = slice(start, start + request.per_page)
+        ranked = list(
+            zip(nearest_docs[window].tolist(), nearest_scores[window].tolist(), strict=True)
+        )
+    elif relevance and mode == "hybrid" and vectors is not None and vector is not None:
+        lexical_selected = lexical.copy()
+        for mask in filters.values():
+            lexical_selected &= mask
+        depth = max(FUSION_DEPTH, start + request.per_page)
+        by_lexical = _lexical_ranking(
+            searcher, parsed, scores, lexical_selected, depth + start + request.per_page
+        )
+        ranked = _fused_page(
+            by_lexical,
+            depth,
+            nearest_docs,
+            nearest_scores,
+            vectors,
+            vector,
+            start,
+            request.per_page,
+        )
+    elif relevance and scores is not None:
         docnums, page_scores = top(scores, selected, request.per_page, start)
         ranked = list(zip(docnums.tolist(), page_scores.tolist(), strict=True))
-    elif request.effective_sort == "relevance" and not parsed.match_all:
+    elif relevance:
         filtered = bool(filters) or year_range is not None
-        ranked = _by_relevance(searcher, parsed, selected if filtered else None, start, request)
+        ranked = _by_relevance(
+            searcher, parsed, selected if filtered else None, start, start + request.per_page
+        )
     else:
         sort = "newest" if request.effective_sort == "relevance" else request.effective_sort
         page = table.order(selected, sort)[start : start + request.per_page]
@@ -75,7 +127,7 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
 
     marked = highlight_terms(parsed.query) if request.highlight else None
     hits = hits_for(searcher, ranked, marked)
-    suggestion = did_you_mean(view, parsed)
+    suggestion = did_you_mean(view, parsed) if mode != "semantic" else None
     return SearchResult(
         request=request,
         total=total,
@@ -83,7 +135,47 @@ def execute_search(view: View, request: SearchRequest) -> SearchResult:
         facets=facets,
         took_ms=(time.perf_counter() - started) * 1000,
         suggestion=suggestion,
+        mode=mode,
     )
+
+
+def _lexical_ranking(
+    searcher: Searcher,
+    parsed: ParsedQuery,
+    scores: np.ndarray | None,
+    allowed: np.ndarray,
+    depth: int,
+) -> list[tuple[int, float]]:
+    """The first `depth` allowed lexical matches with their lexical scores, best first."""
+    if parsed.match_all or not allowed.any():
+        return []
+    if scores is not None:
+        docnums, found = top(scores, allowed, depth)
+        return list(zip(docnums.tolist(), found.tolist(), strict=True))
+    return [
+        (d, float(score or 0.0)) for d, score in _by_relevance(searcher, parsed, allowed, 0, depth)
+    ]
+
+
+def _fused_page(
+    by_lexical: list[tuple[int, float]],
+    depth: int,
+    nearest_docs: np.ndarray,
+    nearest_scores: np.ndarray,
+    vectors: VectorTable,
+    vector: np.ndarray,
+    start: int,
+    per_page: int,
+) -> list[tuple[int, float | None]]:
+    """A page of the hybrid order (hybrid.fused_page), with the cosines of the lexical matches
+    the nearest records leave out."""
+    cosine_of = dict(zip(nearest_docs.tolist(), nearest_scores.tolist(), strict=True))
+    unscored = np.array([d for d, _ in by_lexical if d not in cosine_of], dtype=np.int64)
+    if len(unscored):
+        scores = vectors.cosines_of(vector, unscored)
+        cosine_of.update(zip(unscored.tolist(), scores.tolist(), strict=True))
+    page = fused_page(by_lexical, depth, nearest_docs.tolist(), cosine_of, start, per_page)
+    return [(docnum, score) for docnum, score in page]
 
 
 def compile_for(view: View, tree: QueryTree, request_fields) -> ParsedQuery:
@@ -119,13 +211,11 @@ def _by_relevance(
     parsed: ParsedQuery,
     allowed: np.ndarray | None,
     start: int,
-    request: SearchRequest,
+    stop: int,
 ) -> list[tuple[int, float | None]]:
     allowed_docs = None if allowed is None else set(np.flatnonzero(allowed).tolist())
     # No block-quality skipping: Whoosh's UnionMatcher.skip_to_quality can loop for ever over
     # an OR of a name and a year under a NOT (`author:x OR year:2023 NOT year:..2021`), and the
     # skipping saved little on the shapes that come here (phrases, NOT, ranges).
-    results = searcher.search(
-        parsed.query, limit=start + request.per_page, filter=allowed_docs, optimize=False
-    )
-    return [(docnum, score) for score, docnum in results.top_n[start : start + request.per_page]]
+    results = searcher.search(parsed.query, limit=stop, filter=allowed_docs, optimize=False)
+    return [(docnum, score) for score, docnum in results.top_n[start:stop]]

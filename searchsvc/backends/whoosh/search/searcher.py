@@ -14,6 +14,7 @@ so each call checks one out of the snapshot's pool and gives it back afterwards.
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,10 +25,13 @@ from typing import Any, TypeVar
 from whoosh.index import Index
 from whoosh.searching import Searcher
 
+from searchsvc.backends.vectors import VECTORS_METADATA
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.accel.facet_table_file import facet_table_for
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
 from searchsvc.backends.whoosh.accel.lexicon_file import load_terms
+from searchsvc.backends.whoosh.accel.vector_table import VectorTable
+from searchsvc.backends.whoosh.integrity import METADATA
 from searchsvc.backends.whoosh.ranking import weighting
 from searchsvc.backends.whoosh.store import (
     FACET_ARRAYS,
@@ -122,6 +126,29 @@ class View:
             return Lexicon.read(searcher.reader(), field) if saved is None else Lexicon(saved)
 
         return self.shared(f"lexicon:{field}", load)
+
+    @property
+    def vector_model(self) -> str | None:
+        """The model the index's vectors were made with (build metadata); None: no vectors."""
+        return self._vector_info.get("model")
+
+    @property
+    def vectors(self) -> VectorTable:
+        """Every document's int8 vector, read from the index on first use."""
+        size = int(self._vector_info.get("dimensions", 0))
+        return self.shared("vectors", lambda searcher: VectorTable.read(searcher.reader(), size))
+
+    @property
+    def _vector_info(self) -> dict[str, Any]:
+        def read(searcher: Searcher) -> dict[str, Any]:
+            try:
+                saved = json.loads((self.snapshot.path / METADATA).read_text())
+            except (OSError, ValueError):
+                return {}
+            info = saved.get(VECTORS_METADATA)
+            return info if isinstance(info, dict) else {}
+
+        return self.shared("vector_info", read)
 
     def shared(self, name: str, build: Callable[[Searcher], T]) -> T:
         """Data derived from the snapshot, built once with this view's searcher."""

@@ -7,6 +7,7 @@ import re
 
 from whoosh import query
 
+from searchsvc.backends import spelling
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.queries.compile import ParsedQuery
 from searchsvc.backends.whoosh.queries.expansion import MAX_EXPANSION, most_frequent
@@ -19,56 +20,45 @@ SPELLING_FIELD = "content"
 # Fields that hold analysed title/abstract words: a word found in none of them may be a typo.
 WORD_FIELDS = ("content", "title", "abstract")
 NAME_FIELD = "author_names"
-MAX_CORRECTION_DISTANCE = 2
-MAX_CORRECTED_LENGTH = 32  # longer "words" are no typos, and slow to correct
 _WORD = re.compile(r"\w+")
 
 
 def correct(view: View, word: str) -> str | None:
-    """The most frequent indexed word nearest to `word` (sharing its first letter), or None."""
+    """The correction of `word` among the indexed words near it (spelling.best_correction), or
+    None."""
+    reach = spelling.max_edits(word)
+    if not reach:
+        return None
     reader = view.searcher.reader()
     fieldobj = reader.schema[SPELLING_FIELD]
-    spelling = view.lexicon(fieldobj.spelling_fieldname(SPELLING_FIELD))
+    lexicon = view.lexicon(fieldobj.spelling_fieldname(SPELLING_FIELD))
 
     def frequency(candidate: str) -> int:
         stems = list(fieldobj.process_text(candidate, mode="query"))
         return reader.doc_frequency(SPELLING_FIELD, stems[0]) if stems else 0
 
-    for distance in range(1, MAX_CORRECTION_DISTANCE + 1):
-        found = [w for w in spelling.within(word, distance) if w != word]
-        if found:
-            return max(found, key=lambda w: (frequency(w), w))
-    return None
+    near = lexicon.within(word, reach, scorer=spelling.edit_distance())
+    return spelling.best_correction(word, {w: frequency(w) for w in near if w != word})
 
 
 def did_you_mean(view: View, parsed: ParsedQuery) -> str | None:
-    """The query with unknown words replaced by close indexed words, or None."""
+    """The query with its words that found no records replaced by close indexed words, or
+    None."""
     spans: dict[tuple[int, int], list[query.Term]] = {}
     for leaf in parsed.parsed.leaves():
         start, end = getattr(leaf, "startchar", None), getattr(leaf, "endchar", None)
         if type(leaf) is query.Term and start is not None and end is not None:
             spans.setdefault((start, end), []).append(leaf)
     reader = view.searcher.reader()
-    replacements: list[tuple[int, int, str]] = []
-    for (start, end), terms in sorted(spans.items()):
-        # A stop word has no word-field term; a name or a known word needs no correction.
-        if not any(term.fieldname in WORD_FIELDS for term in terms):
-            continue
-        if any(reader.doc_frequency(term.fieldname, term.text) for term in terms):
-            continue
-        word = parsed.text[start:end]
-        # A number is no misspelt word ("2023" is not a typo of "23").
-        if not _WORD.fullmatch(word) or word.isdigit() or len(word) > MAX_CORRECTED_LENGTH:
-            continue
-        corrected = correct(view, fold(word))
-        if corrected:
-            replacements.append((start, end, corrected))
-    if not replacements:
-        return None
-    text = parsed.text
-    for start, end, word in reversed(replacements):
-        text = text[:start] + word + text[end:]
-    return " ".join(text.split())
+    # A stop word has no word-field term; a word found in any field it was searched in (a
+    # name among them) found records, and is never changed.
+    unknown = [
+        span
+        for span, terms in spans.items()
+        if any(term.fieldname in WORD_FIELDS for term in terms)
+        and not any(reader.doc_frequency(term.fieldname, term.text) for term in terms)
+    ]
+    return spelling.corrected_query(parsed.text, unknown, lambda word: correct(view, word))
 
 
 def autocomplete(view: View, prefix: str, limit: int) -> Suggestions:

@@ -1,0 +1,160 @@
+"""What hybrid and semantic search cost at scale: latency beside lexical, vector build rate and
+memory, on the arXiv-2025 records.
+
+    python -m benchmarks.bench_hybrid [--limit N] [--queries N]
+
+One index of the records is built with vectors (cached under benchmarks' cache folder, like the
+other benchmarks' indexes; the embedding is most of its build time), then the same seeded query
+set as search_speed.py runs in-process, one thread, in search_speed's mode (c) (top 10, exact
+total, author/year/category/subject counts, highlighted title and abstract), as lexical, hybrid
+and semantic searches. The hybrid and semantic times include embedding the query. Prints
+p50/p95/p99 per search mode, the build's embedding rate, and the memory the vectors take per
+1,000 records (on disk in the index, and in a serving process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import time
+
+from benchmarks.common import (
+    CACHE_DIR,
+    format_table,
+    latency_summary,
+    load_arxiv,
+    log,
+    make_queries,
+    print_section,
+)
+from benchmarks.engines import BUILD_INFO
+from searchsvc.hybrid import MODES
+
+WARM_UP = 30
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=None, help="index the first N records")
+    parser.add_argument("--queries", type=int, default=200, help="timed queries (default 200)")
+    parser.add_argument("--seed", type=int, default=2025)
+    args = parser.parse_args(argv)
+
+    from searchsvc.backends import open_backend
+    from searchsvc.embeddings import shared_encoder
+    from searchsvc.query import SearchRequest
+
+    corpus = load_arxiv(limit=args.limit)
+    index_dir = CACHE_DIR / "indexes" / "searchsvc-vectors" / corpus.key
+    info_path = index_dir / BUILD_INFO
+    if not info_path.exists():
+        log(f"building an index of {len(corpus):,} records with vectors ...")
+        index_dir.mkdir(parents=True, exist_ok=True)
+        stages: dict[str, float] = {}
+
+        class Stages:
+            started = time.perf_counter()
+            current = "embedding"
+
+            def advance(self, count: int) -> None:
+                pass
+
+            def stage(self, name: str) -> None:
+                now = time.perf_counter()
+                stages[self.current] = stages.get(self.current, 0.0) + now - self.started
+                self.current, self.started = name, now
+
+        progress = Stages()
+        started = time.perf_counter()
+        with open_backend(index_dir / "index") as backend:
+            backend.rebuild(list(corpus.records), vectors=True, progress=progress)
+        total = time.perf_counter() - started
+        progress.stage("done")
+        info = {
+            "records": len(corpus),
+            "seconds": total,
+            "embedding_seconds": stages.get("embedding", 0.0),
+        }
+        info_path.write_text(json.dumps(info))
+    info = json.loads(info_path.read_text())
+
+    queries = make_queries(corpus.records, args.queries, seed=args.seed)
+    warm_up = make_queries(corpus.records, WARM_UP, seed=args.seed + 1)
+    encoder = shared_encoder(threads=1)
+    rss_before = _rss_mb()
+    backend = open_backend(index_dir / "index")
+    facets = ("author", "year", "category", "subject")
+    rows = []
+    timings = {}
+    for mode in MODES:
+
+        def search(text: str, mode: str = mode):
+            request = SearchRequest(q=text, per_page=10, facets=facets, mode=mode)
+            vector = None if mode == "lexical" else encoder.embed_query(text)
+            return backend.search(request, vector)
+
+        for query in warm_up:
+            search(query.text)
+        times = []
+        for query in queries:
+            started = time.perf_counter()
+            search(query.text)
+            times.append((time.perf_counter() - started) * 1000)
+        timings[mode] = times
+        rows.append([mode, latency_summary(times)])
+    rss_after = _rss_mb()
+    embed_times = []
+    for query in queries[:100]:
+        started = time.perf_counter()
+        encoder.embed_query(query.text)
+        embed_times.append((time.perf_counter() - started) * 1000)
+    rows.append(["(query embedding alone)", latency_summary(embed_times)])
+    backend.close()
+
+    print("# Hybrid and semantic search at scale")
+    print(
+        f"\n{len(corpus):,} records ({corpus.name}); {len(queries)} queries (search_speed's "
+        f"set, seed {args.seed}), {WARM_UP} warm-up queries per mode; one thread, in-process; "
+        f"load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}."
+    )
+    print_section(
+        "Latency, mode (c): top 10, total, four facets, highlights",
+        format_table(["search mode", "p50 / p95 / p99 ms"], rows),
+    )
+    embedding = info.get("embedding_seconds") or 0.0
+    per_thousand_disk = 384 * 1000 / 1024  # an int8 vector per record in the index column
+    print_section(
+        "Vectors",
+        format_table(
+            ["figure", "value"],
+            [
+                ["build, all stages", f"{info['seconds']:.0f} s"],
+                [
+                    "embedding stage",
+                    f"{embedding:.0f} s ({len(corpus) / embedding:,.1f} records/s)"
+                    if embedding
+                    else "-",
+                ],
+                ["vector bytes per 1,000 records (index column)", f"{per_thousand_disk:.0f} KiB"],
+                [
+                    "serving process growth after the searches (vectors, model, caches)",
+                    f"{rss_after - rss_before:,.0f} MB",
+                ],
+            ],
+        ),
+    )
+    return 0
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

