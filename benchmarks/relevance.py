@@ -232,7 +232,9 @@ def fusion_sweep(data: RelevanceSet) -> None:
     kept = hybrid.LEXICAL_WEIGHT
     rows = []
     for weight in FUSION_WEIGHTS:
-        rows.append((*score(weighted(weight)), "searchsvc (BM25 / best BM25, cosine)", weight))
+        rows.append(
+            (*score(weighted(weight)), "searchsvc (lexical / best lexical, cosine)", weight)
+        )
         rows.append((*score(min_max(weight)), "min-max of both", weight))
     hybrid.LEXICAL_WEIGHT = kept
     rows.append((*score(reciprocal_rank), f"reciprocal rank, k={RRF_K}", "-"))
@@ -245,7 +247,7 @@ def fusion_sweep(data: RelevanceSet) -> None:
             ["nDCG@10", "Recall@100", "fusion", "LEXICAL_WEIGHT"],
             [[f"{n:.4f}", f"{r:.4f}", *rest] for n, r, *rest in rows],
         )
-        + f"\n\nCandidates per claim: the lexical top {hybrid.FUSION_DEPTH} (BM25) and the "
+        + f"\n\nCandidates per claim: the lexical top {hybrid.FUSION_DEPTH} and the "
         f"{hybrid.SEMANTIC_DEPTH} nearest by vector (int8 all-MiniLM-L6-v2). The current "
         f"LEXICAL_WEIGHT is {kept}.",
     )

@@ -89,7 +89,18 @@ class VectorTable:
         nearest first (ties: lower document number first)."""
         allowed = allowed & self.present
         found: list[tuple[np.ndarray, np.ndarray]] = []
-        for part in self.segments or (SegmentVectors(0, len(self.present), None),):
+        searched = [
+            part
+            for part in self.segments
+            if part.graph is not None
+            and np.count_nonzero(allowed[part.offset : part.offset + part.count]) > SCAN_MAX_ALLOWED
+        ]
+        if not searched:
+            # No graph to ask: one scan of every vector (one call is faster than one a segment).
+            parts: tuple[SegmentVectors, ...] = (SegmentVectors(0, len(self.present), None),)
+        else:
+            parts = self.segments
+        for part in parts:
             window = slice(part.offset, part.offset + part.count)
             local = allowed[window]
             allowed_count = int(np.count_nonzero(local))
