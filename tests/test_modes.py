@@ -56,6 +56,14 @@ def test_batches_give_each_text_about_the_vector_it_gets_alone():
         assert float(together[i] @ encoder.embed([text])[0]) > 0.97
 
 
+def test_a_query_asked_again_is_not_embedded_again():
+    encoder = shared_encoder()
+    first = encoder.embed_query("cache replacement policies for key-value stores")
+    again = encoder.embed_query("cache replacement policies for key-value stores")
+    assert again is first and not first.flags.writeable  # shared: nobody may change it
+    assert np.allclose(first, encoder.embed(["cache replacement policies for key-value stores"])[0])
+
+
 def test_quantised_vectors_keep_the_cosine():
     vectors = shared_encoder().embed(["dark matter halos", "galaxy rotation curves", "soup"])
     small = quantise(vectors).astype(np.int32)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -23,6 +24,8 @@ QUANTISATION_SCALE = 127.0
 # faster than one text at a time; the int8 model quantises activations per batch, so a text's
 # vector moves slightly with its batch-mates (cosine above 0.97 to the one it gets alone).
 BATCH_SIZE = 32
+# Query vectors kept per process (1.5 KB each).
+QUERY_CACHE_SIZE = 1024
 # Callback told how many more texts were embedded (drives a progress bar).
 OnEmbedded = Callable[[int], None]
 
@@ -64,6 +67,8 @@ class Encoder:
         tokenizer.no_padding()
         self._tokenizer = tokenizer
         self._lock = threading.Lock()  # the tokenizer's padding setting is per call below
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str], on_embedded: OnEmbedded | None = None) -> np.ndarray:
         """Unit float32 vectors of `texts`, in their order ([len(texts), dimensions])."""
@@ -90,8 +95,21 @@ class Encoder:
         return result
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One query's unit vector."""
-        return self.embed([text])[0]
+        """One query's unit vector (read-only). The last QUERY_CACHE_SIZE queries' vectors are
+        kept: the next page of a search, a facet ticked, the page's second search for its
+        subject counts all ask for the same query again."""
+        with self._query_lock:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+                return cached
+        vector = self.embed([text])[0]
+        vector.flags.writeable = False  # shared by every caller of the cache
+        with self._query_lock:
+            self._queries[text] = vector
+            if len(self._queries) > QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
+        return vector
 
     def embed_records(
         self, records: Sequence[Record], on_embedded: OnEmbedded | None = None
