@@ -168,14 +168,14 @@ def fusion_sweep(data: RelevanceSet) -> None:
     import numpy as np
 
     from searchsvc import hybrid
-    from searchsvc.embeddings.scan import cosines, nearest
+    from searchsvc.embeddings.scan import cosines
     from searchsvc.query import SearchRequest
 
     engine = open_variant("searchsvc_hybrid", data)
     backend, encoder = engine.backend, engine.encoder
     with backend._searchers.view() as view:
         table = view.vectors
-        allowed = table.present & view.facets.live
+        allowed = view.facets.live
         ids = [view.searcher.stored_fields(d)["id"] for d in range(len(table.present))]
     candidates = []
     for query_id, text in data.queries.items():
@@ -183,8 +183,9 @@ def fusion_sweep(data: RelevanceSet) -> None:
             q=text, per_page=hybrid.FUSION_DEPTH, facets=(), highlight=False, mode="lexical"
         )
         lexical = [(h.record.id, float(h.score or 0.0)) for h in backend.search(request).hits]
-        scores = cosines(table.vectors, encoder.embed_query(text))
-        near = nearest(scores, allowed, hybrid.SEMANTIC_DEPTH)
+        query = encoder.embed_query(text)
+        scores = cosines(table.vectors, query)
+        near, _ = table.nearest(query, allowed, hybrid.SEMANTIC_DEPTH)
         cosine_of = {ids[d]: float(scores[d]) for d in range(len(ids))}
         semantic = [ids[d] for d in near]
         candidates.append((query_id, lexical, semantic, cosine_of))

@@ -39,6 +39,17 @@ LEXICAL_WEIGHT = 0.3
 K = TypeVar("K", bound=Hashable)
 
 
+def fusion_depth(page: int, per_page: int) -> int:
+    """How many lexical matches are fused with the nearest records: FUSION_DEPTH, more when
+    the page reaches further."""
+    return max(FUSION_DEPTH, page * per_page)
+
+
+def lexical_depth(page: int, per_page: int) -> int:
+    """How many lexical matches, best first, `fused_page` needs for a page."""
+    return fusion_depth(page, per_page) + page * per_page
+
+
 def fused_score(lexical: float, best_lexical: float, cosine: float) -> float:
     """One candidate's hybrid score: its lexical score as a share of the best candidate's, and its
     cosine to the query, weighted. A record only the semantic side found has a lexical 0."""

@@ -66,7 +66,7 @@ class Encoder:
         # their longest text, with the attention mask to match.
         tokenizer.no_padding()
         self._tokenizer = tokenizer
-        self._lock = threading.Lock()  # the tokenizer's padding setting is per call below
+        self._lock = threading.Lock()  # one tokenizer call at a time
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_lock = threading.Lock()
 

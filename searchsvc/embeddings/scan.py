@@ -56,14 +56,3 @@ def cosines(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     quantised = quantise(query).reshape(-1, 1)
     dots = _matmul_integer().run(None, {"vectors": vectors, "query": quantised})[0][:, 0]
     return dots.astype(np.float32) / np.float32(QUANTISATION_SCALE * QUANTISATION_SCALE)
-
-
-def nearest(scores: np.ndarray, allowed: np.ndarray, count: int) -> np.ndarray:
-    """Indices of the `count` best `scores` among the `allowed` rows, best first (ties: lower
-    index first)."""
-    candidates = np.flatnonzero(allowed)
-    if len(candidates) > count:
-        part = np.argpartition(-scores[candidates], count - 1)[:count]
-        candidates = candidates[part]
-    order = np.lexsort((candidates, -scores[candidates]))
-    return candidates[order]

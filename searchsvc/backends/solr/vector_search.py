@@ -59,7 +59,7 @@ from searchsvc.embeddings.encoder import QUANTISATION_SCALE
 from searchsvc.errors import RecordNotFound
 from searchsvc.facets import FACET_NAMES
 from searchsvc.highlighting import highlight_record
-from searchsvc.hybrid import FUSION_DEPTH, SEMANTIC_DEPTH, fused_page
+from searchsvc.hybrid import SEMANTIC_DEPTH, fused_page, fusion_depth, lexical_depth
 from searchsvc.query import Hit, SearchRequest, SearchResult
 from searchsvc.records import Record
 
@@ -171,21 +171,10 @@ def counted_params(
     return [
         *params,
         ("fl", f"id,score,{_COSINE}"),
-        ("rows", lexical_depth(request)),
+        ("rows", lexical_depth(request.page, request.per_page)),
         ("sort", SORTS["relevance"]),
         *SINGLE_PASS,
     ]
-
-
-def fusion_depth(request: SearchRequest) -> int:
-    """How many lexical matches are fused with the nearest records (more when the page
-    reaches further), as on Whoosh."""
-    return max(FUSION_DEPTH, request.page * request.per_page)
-
-
-def lexical_depth(request: SearchRequest) -> int:
-    """How many lexical matches hybrid.fused_page needs, best first."""
-    return fusion_depth(request) + request.page * request.per_page
 
 
 def _fused_page(
@@ -201,7 +190,7 @@ def _fused_page(
         return []
     by_lexical, cosines = lexical_ranking(documents, dict(nearest))
     nearest_ids = [record_id for record_id, _ in nearest]
-    depth = fusion_depth(request)
+    depth = fusion_depth(request.page, request.per_page)
     return fused_page(by_lexical, depth, nearest_ids, cosines, start, request.per_page)
 
 

@@ -67,14 +67,13 @@ class VectorTable:
             size = leaf.doc_count_all()
             if not size or not leaf.has_column(VECTOR_COLUMN):
                 continue
-            for local, value in enumerate(leaf_column_bytes(leaf, VECTOR_COLUMN)):
-                if len(value) == dimensions:
-                    vectors[offset + local] = np.frombuffer(value, dtype=np.int8)
-                    present[offset + local] = True
+            keys, matrix = segment_vectors(leaf, dimensions)
+            vectors[offset + keys] = matrix
+            present[offset + keys] = True
             path = graph_path(leaf)
             graph = None
             if path is not None and size >= GRAPH_MIN_DOCS:
-                graph = Graph.open(path, dimensions, int(present[offset : offset + size].sum()))
+                graph = Graph.open(path, dimensions, len(keys))
             segments.append(SegmentVectors(offset, size, graph))
         return cls(vectors, present, tuple(segments))
 
@@ -89,23 +88,18 @@ class VectorTable:
         nearest first (ties: lower document number first)."""
         allowed = allowed & self.present
         found: list[tuple[np.ndarray, np.ndarray]] = []
-        searched = [
-            part
+        parts = [
+            (part, int(np.count_nonzero(allowed[part.offset : part.offset + part.count])))
             for part in self.segments
-            if part.graph is not None
-            and np.count_nonzero(allowed[part.offset : part.offset + part.count]) > SCAN_MAX_ALLOWED
         ]
-        if not searched:
+        if not any(part.graph is not None and n > SCAN_MAX_ALLOWED for part, n in parts):
             # No graph to ask: one scan of every vector (one call is faster than one a segment).
-            parts: tuple[SegmentVectors, ...] = (SegmentVectors(0, len(self.present), None),)
-        else:
-            parts = self.segments
-        for part in parts:
-            window = slice(part.offset, part.offset + part.count)
-            local = allowed[window]
-            allowed_count = int(np.count_nonzero(local))
+            parts = [(SegmentVectors(0, len(self.present), None), int(np.count_nonzero(allowed)))]
+        for part, allowed_count in parts:
             if not allowed_count:
                 continue
+            window = slice(part.offset, part.offset + part.count)
+            local = allowed[window]
             if part.graph is not None and allowed_count > SCAN_MAX_ALLOWED:
                 share = allowed_count / part.count
                 keys = part.graph.candidates(quantise(query), math.ceil(count * OVERSAMPLE / share))
@@ -136,6 +130,14 @@ class VectorTable:
         return candidates[order], scores[order]
 
 
+def segment_vectors(leaf, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
+    """A segment's documents that have a vector (local numbers) and their int8 vectors."""
+    values = leaf_column_bytes(leaf, VECTOR_COLUMN)
+    keys = np.array([i for i, value in enumerate(values) if len(value) == dimensions], np.int64)
+    joined = b"".join(values[i] for i in keys.tolist())
+    return keys, np.frombuffer(joined, dtype=np.int8).reshape(len(keys), dimensions)
+
+
 def graph_path(leaf) -> Path | None:
     """Where a segment's graph is kept (None for a segment with no directory)."""
     folder = segment_folder(leaf)
@@ -155,11 +157,9 @@ def write_missing_graphs(index, dimensions: int) -> list[str]:
             path = graph_path(leaf)
             if path is None or size < GRAPH_MIN_DOCS or not leaf.has_column(VECTOR_COLUMN):
                 continue
-            values = leaf_column_bytes(leaf, VECTOR_COLUMN)
-            keys = np.array([i for i, v in enumerate(values) if len(v) == dimensions])
+            keys, matrix = segment_vectors(leaf, dimensions)
             if Graph.open(path, dimensions, len(keys)) is not None:
                 continue
-            matrix = np.frombuffer(b"".join(values[i] for i in keys), dtype=np.int8)
-            write_graph(path, matrix.reshape(len(keys), dimensions), keys)
+            write_graph(path, matrix, keys)
             written.append(leaf.segment().segment_id())
     return written

@@ -23,7 +23,7 @@ from searchsvc.backends.whoosh.search.results import highlight_terms, hits_for
 from searchsvc.backends.whoosh.search.searcher import View
 from searchsvc.backends.whoosh.search.suggest import did_you_mean
 from searchsvc.facets import FACET_NAMES
-from searchsvc.hybrid import FUSION_DEPTH, SEMANTIC_DEPTH, fused_page
+from searchsvc.hybrid import SEMANTIC_DEPTH, fused_page, fusion_depth, lexical_depth
 from searchsvc.query import SearchRequest, SearchResult
 from searchsvc.querylang import QueryTree
 
@@ -98,13 +98,13 @@ def execute_search(
         lexical_selected = lexical.copy()
         for mask in filters.values():
             lexical_selected &= mask
-        depth = max(FUSION_DEPTH, start + request.per_page)
+        page_size = (request.page, request.per_page)
         by_lexical = _lexical_ranking(
-            searcher, parsed, scores, lexical_selected, depth + start + request.per_page
+            searcher, parsed, scores, lexical_selected, lexical_depth(*page_size)
         )
         ranked = _fused_page(
             by_lexical,
-            depth,
+            fusion_depth(*page_size),
             nearest_docs,
             nearest_scores,
             vectors,
