@@ -20,15 +20,17 @@ from typing import Any
 from tqdm import tqdm
 
 from searchsvc.backends import SearchBackend, WriteResult, open_backend
-from searchsvc.backends.contract import unique_by_id
 from searchsvc.embeddings import model_installed, model_zip
 from searchsvc.errors import BuildInProgress, IndexUnavailable, InvalidRequest, SourceError
-from searchsvc.records import Deduplicator, Record
+from searchsvc.record_spill import RecordSpill
+from searchsvc.records import Record
 from searchsvc.sources import Skipped, read_records
 from searchsvc.tasks import MAX_WAIT_SECONDS, TaskQueue, TaskWriter
 
 # Skipped records kept for the report; the count covers all of them.
 MAX_SKIPPED_KEPT = 100
+# Records read between two updates of the reading bar.
+_PROGRESS_EVERY = 1_000
 
 Source = str | os.PathLike[str]
 # Where to write: a location (a path, `whoosh:///...`) or an open backend.
@@ -79,15 +81,31 @@ class BuildSummary:
 
 @dataclass
 class _Collected:
-    """Records read from the sources, deduplicated, with what was skipped on the way."""
+    """Records read from the sources, with what was skipped on the way: spilled to disk as
+    they are read (record_spill.py), so that memory does not grow with the corpus, and
+    deduplicated once `seal`ed. A context manager: the spill's file is closed on exit."""
 
-    records: list[Record]
-    read: int
-    merged: int
+    records: RecordSpill
+    read: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     skipped_count: int = 0
     # perf_counter() when reading was done.
     read_until: float = field(default_factory=time.perf_counter)
+
+    @property
+    def merged(self) -> int:
+        return self.records.merged
+
+    def seal(self) -> _Collected:
+        self.records.seal()
+        self.read_until = time.perf_counter()
+        return self
+
+    def __enter__(self) -> _Collected:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.records.close()
 
 
 def build_index(
@@ -99,6 +117,7 @@ def build_index(
     queue: TaskQueue | None = None,
     replace: bool = False,
     vectors: bool | None = None,
+    memory_budget: int | None = None,
 ) -> BuildSummary:
     """Build a fresh index of `sources` at `index` and swap it in; the old one stays on error.
 
@@ -106,6 +125,8 @@ def build_index(
     a progress bar only when stderr is a terminal; `procs` None lets the engine choose.
     `vectors` (embeddings for hybrid and semantic search): None makes them when the embedding
     model is installed; True requires it (ModelUnavailable names the install command).
+    `memory_budget` (bytes) bounds what the build holds at once (None: the engine's default);
+    the records are spilled to a file in the temporary directory ($TMPDIR) while they are read.
 
     With the index's task `queue`, the build holds the queue's writer off while it runs (queued
     writes are applied after the swap, to the new index) and keeps the records written through
@@ -115,29 +136,36 @@ def build_index(
     started = time.perf_counter()
     with _opened(index) as backend:
         backend.check_writable()
-        collected = _read_sources(sources, format, _show_progress(progress))
         metadata = _source_metadata(sources, format)
-        with_vectors = wants_vectors(vectors)
-        if queue is None:
-            return _build(backend, collected, started, progress, procs, metadata, with_vectors)
-        with queue.apply_lock():
-            kept = [] if replace else _written_records(backend, queue)
-            collected.records = unique_by_id([*collected.records, *kept])
-            summary = _build(backend, collected, started, progress, procs, metadata, with_vectors)
-            if replace:
-                queue.forget_written()
-        return dataclasses.replace(summary, kept_written=len(kept))
+        writing = _Writing(progress, procs, wants_vectors(vectors), memory_budget)
+        with _read_sources(sources, format, progress) as collected:
+            if queue is None:
+                collected.seal()
+                return _build(backend, collected, started, metadata, writing)
+            with queue.apply_lock():
+                kept = 0
+                if not replace:
+                    # Written records replace source records of their id, and are never folded
+                    # with another by title or arXiv version.
+                    for record in _written_records(backend, queue):
+                        collected.records.add(record, folds=False)
+                        kept += 1
+                collected.seal()
+                summary = _build(backend, collected, started, metadata, writing)
+                if replace:
+                    queue.forget_written()
+            return dataclasses.replace(summary, kept_written=kept)
 
 
-def _written_records(backend: SearchBackend, queue: TaskQueue) -> list[Record]:
+def _written_records(backend: SearchBackend, queue: TaskQueue) -> Iterator[Record]:
     """The records of the index that API writes put there (read while the writer is held)."""
     written = queue.written_ids()
     if not written:
-        return []
+        return
     try:
-        return [record for record in backend.records() if record.id in written]
+        yield from (record for record in backend.records() if record.id in written)
     except IndexUnavailable:
-        return []
+        return
 
 
 def build_index_from_records(
@@ -146,14 +174,16 @@ def build_index_from_records(
     progress: bool | None = None,
     procs: int | None = None,
     vectors: bool | None = None,
+    memory_budget: int | None = None,
 ) -> BuildSummary:
     """`build_index` for records already in memory (or any iterable that yields them)."""
     started = time.perf_counter()
     with _opened(index) as backend:
         backend.check_writable()
-        collected = _deduplicate(records)
-        with_vectors = wants_vectors(vectors)
-        return _build(backend, collected, started, progress, procs, {"sources": []}, with_vectors)
+        writing = _Writing(progress, procs, wants_vectors(vectors), memory_budget)
+        with _deduplicate(records) as collected:
+            metadata: dict[str, Any] = {"sources": []}
+            return _build(backend, collected, started, metadata, writing)
 
 
 # Whether builds make vectors when not told: auto (when the model is installed), on, off.
@@ -188,10 +218,10 @@ def update_index(
     API's writes: by this process when no writer runs, else by the writer (waited for).
     """
     started = time.perf_counter()
-    with _opened(index) as backend:
+    with _opened(index) as backend, _read_sources(sources, format, progress) as collected:
         if queue is None:
             backend.check_writable()
-        collected = _read_sources(sources, format, _show_progress(progress))
+        collected.seal()
         if queue is None:
             return _update(backend, collected, started, progress, _source_metadata(sources, format))
         return _update_through(queue, backend, collected, started)
@@ -246,8 +276,8 @@ def update_index_from_records(
     started = time.perf_counter()
     with _opened(index) as backend:
         backend.check_writable()
-        collected = _deduplicate(records)
-        return _update(backend, collected, started, progress, {"sources": []})
+        with _deduplicate(records) as collected:
+            return _update(backend, collected, started, progress, {"sources": []})
 
 
 @contextmanager
@@ -261,60 +291,78 @@ def _opened(index: Location) -> Iterator[SearchBackend]:
 
 
 # -- reading ---------------------------------------------------------------------------------
-def _read_sources(sources: Sequence[Source], format: str | None, show: bool) -> _Collected:
+def _read_sources(
+    sources: Sequence[Source], format: str | None, progress: bool | None
+) -> _Collected:
+    """The sources' records, spilled but not yet sealed (deduplicated)."""
     if not sources:
         raise SourceError("no source given")
-    skipped: list[Skipped] = []
-    skipped_count = 0
+    collected = _Collected(RecordSpill())
+    try:
 
-    def on_skip(item: Skipped) -> None:
-        nonlocal skipped_count
-        skipped_count += 1
-        if len(skipped) < MAX_SKIPPED_KEPT:
-            skipped.append(item)
+        def on_skip(item: Skipped) -> None:
+            collected.skipped_count += 1
+            if len(collected.skipped) < MAX_SKIPPED_KEPT:
+                collected.skipped.append(item)
 
-    records = read_records([Path(s) for s in sources], format=format, on_skip=on_skip)
-    with tqdm(desc="reading", unit=" records", disable=not show, file=sys.stderr) as bar:
-        collected = _deduplicate(_counting(records, bar.update))
-    collected.skipped = skipped
-    collected.skipped_count = skipped_count
+        records = read_records([Path(s) for s in sources], format=format, on_skip=on_skip)
+        show = _show_progress(progress)
+        with tqdm(desc="reading", unit=" records", disable=not show, file=sys.stderr) as bar:
+            _spill(collected, records, bar.update)
+    except BaseException:
+        collected.records.close()
+        raise
     return collected
 
 
-def _counting(records: Iterable[Record], advance: Callable[[int], Any]) -> Iterator[Record]:
+def _spill(collected: _Collected, records: Iterable[Record], advance: Callable[[int], Any]) -> None:
+    add = collected.records.add
     for record in records:
-        advance(1)
-        yield record
+        add(record)
+        collected.read += 1
+        if collected.read % _PROGRESS_EVERY == 0:
+            advance(_PROGRESS_EVERY)
+    advance(collected.read % _PROGRESS_EVERY)
 
 
 def _deduplicate(records: Iterable[Record]) -> _Collected:
-    dedupe = Deduplicator()
-    read = 0
-    for record in records:
-        dedupe.add(record)
-        read += 1
-    return _Collected(list(dedupe.records()), read, dedupe.merged)
+    collected = _Collected(RecordSpill())
+    try:
+        _spill(collected, records, lambda count: None)
+    except BaseException:
+        collected.records.close()
+        raise
+    return collected.seal()
 
 
 # -- writing ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Writing:
+    """How a build asks the engine to write: progress bar, processes, vectors, memory."""
+
+    progress: bool | None
+    procs: int | None
+    vectors: bool
+    memory_budget: int | None
+
+
 def _build(
     backend: SearchBackend,
     collected: _Collected,
     started: float,
-    progress: bool | None,
-    procs: int | None,
     metadata: dict[str, Any],
-    vectors: bool = False,
+    writing: _Writing,
 ) -> BuildSummary:
     _fail_if_empty(collected)
     metadata["counts"] = _counts(collected)
-    with _writing_bar(collected, progress) as bar:
+    with _writing_bar(collected, writing.progress) as bar:
         result = backend.rebuild(
             collected.records,
             metadata=metadata,
-            procs=procs,
+            procs=writing.procs,
             progress=_BarProgress(bar),
-            vectors=vectors,
+            vectors=writing.vectors,
+            memory_budget=writing.memory_budget,
         )
     return _summary(backend, collected, started, result)
 

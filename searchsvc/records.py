@@ -220,6 +220,12 @@ def has_explicit_id(key: str) -> bool:
     return key.startswith("id:")
 
 
+def fold(key: str, seen: Record, record: Record) -> Record:
+    """What a later sighting `record` of identity `key` makes of the `seen` one: it replaces
+    it when the id is explicit, else the two are merged."""
+    return record if has_explicit_id(key) else merge(seen, record)
+
+
 def merge(first: Record, second: Record) -> Record:
     """One record from two sightings of the same paper: lists merged in first-seen order."""
     return replace(
@@ -254,7 +260,7 @@ class Deduplicator:
         if seen is None:
             self._by_key[key] = record
         else:
-            self._by_key[key] = record if has_explicit_id(key) else merge(seen, record)
+            self._by_key[key] = fold(key, seen, record)
             self.merged += 1
 
     def records(self) -> Iterator[Record]:

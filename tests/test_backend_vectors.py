@@ -3,6 +3,7 @@ refusal to embed a write with another model than the index's vectors were made w
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from searchsvc.backends.contract import NoProgress
@@ -49,3 +50,20 @@ def test_a_write_is_embedded_only_by_the_model_of_the_index():
     assert encoder_for(shared_encoder().fingerprint) is shared_encoder()
     with pytest.raises(ModelUnavailable):
         encoder_for("another-model:0000:v1")
+
+
+def test_a_large_write_is_embedded_a_chunk_at_a_time_into_a_memory_map(monkeypatch):
+    # Issue 20: every record's text, tokens and float vector were in memory at once.
+    from searchsvc.backends import vectors as vectors_module
+
+    monkeypatch.setattr(vectors_module, "EMBED_CHUNK", 2)
+    progress = StagesSeen()
+    chunked = embed_for_index(shared_encoder(), FIXTURE_RECORDS, progress)
+    whole = shared_encoder().embed_records(FIXTURE_RECORDS)
+    assert isinstance(chunked, np.memmap)
+    assert chunked.shape == whole.shape and chunked.dtype == whole.dtype
+    # The int8 model quantises per batch: a record's vector moves a little with its batch-mates.
+    a, b = chunked.astype(np.float64), whole.astype(np.float64)
+    cosines = (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert cosines.min() > 0.97
+    assert sum(n for n in progress.seen if isinstance(n, int)) == len(FIXTURE_RECORDS)

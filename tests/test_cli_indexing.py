@@ -235,3 +235,33 @@ def test_the_kaggle_sample_indexes_end_to_end_with_its_source_fields(kaggle_samp
     assert record.categories == tuple(first_line["categories"].split())
     assert record.url == "https://arxiv.org/abs/0704.0001"
     assert record.doi == first_line["doi"]
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [("300M", 300 * 1024**2), ("1.5G", int(1.5 * 1024**3)), ("2GiB", 2 * 1024**3)],
+)
+def test_a_build_takes_a_memory_budget_with_a_unit(tmp_path, seeds_dir, size, expected):
+    from searchsvc.cli.common import ByteSize
+
+    assert ByteSize().convert(size, None, None) == expected
+    result = run("index", seeds_dir, "--index-dir", tmp_path / "index", "--memory-budget", size)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("read 36, indexed 33, merged 3")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--memory-budget", "10M"], "below the minimum of 256M"),
+        (["--memory-budget", "2X"], "is not a size such as 2G"),
+        (["--memory-budget", "-1G"], "is not a size such as 2G"),
+        (["--update", "--memory-budget", "1G"], "--memory-budget is for a rebuild"),
+    ],
+)
+def test_a_bad_memory_budget_is_a_usage_error(tmp_path, seeds_dir, args, message):
+    result = run("index", seeds_dir, "--index-dir", tmp_path / "index", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "index").exists()

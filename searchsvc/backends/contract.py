@@ -24,6 +24,7 @@ from searchsvc.query import (
     Suggestions,
     check_text,
 )
+from searchsvc.record_spill import RecordSpill
 from searchsvc.records import Record
 
 
@@ -170,12 +171,15 @@ class SearchBackend(abc.ABC):
         procs: int | None = None,
         progress: Progress | None = None,
         vectors: bool = False,
+        memory_budget: int | None = None,
     ) -> WriteResult:
         """Replace the whole index by `records` (ids unique), swapped in atomically when
         complete; `metadata` (sources, counts) is kept with it. The old index stays on error.
 
         With `vectors`, every record's embedding is computed (searchsvc.embeddings) and kept,
-        and later writes embed the records they add: the index serves all three modes."""
+        and later writes embed the records they add: the index serves all three modes.
+        `memory_budget` bounds, in bytes, what the build's processes on this machine hold at
+        once (None: the engine's default); a larger corpus takes longer, not more memory."""
 
     @abc.abstractmethod
     def write(
@@ -239,8 +243,14 @@ def checked_ids(record_ids: Iterable[str] | str) -> tuple[str, ...]:
     return ids
 
 
-def unique_by_id(records: Iterable[Record]) -> list[Record]:
-    """Records with distinct ids, the last of equal ids kept, in first-seen order."""
+def unique_by_id(records: Iterable[Record]) -> Sequence[Record]:
+    """Records with distinct ids, the last of equal ids kept, in first-seen order.
+
+    A sealed `RecordSpill` has distinct ids already, and is returned as it is: a list of its
+    records would hold in memory what it keeps on disk.
+    """
+    if isinstance(records, RecordSpill):
+        return records
     by_id: dict[str, Record] = {}
     for record in records:
         by_id[record.id] = record

@@ -8,6 +8,7 @@ vectors were made with; `vector_model()` answers the fingerprint (None: no vecto
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,15 +19,32 @@ from searchsvc.embeddings import Encoder, shared_encoder
 from searchsvc.errors import ModelUnavailable
 from searchsvc.records import Record
 
+# Records embedded at once by a build (embed_for_index).
+EMBED_CHUNK = 8_192
 # The metadata key of the vectors' model (as the Whoosh index names it in its metadata too).
 VECTORS_METADATA = "vectors"
 
 
 def embed_for_index(encoder: Encoder, records: Sequence[Record], progress: Progress) -> np.ndarray:
     """The records' int8 vectors, in their order, with embedding shown as a stage of its own
-    (it is the slow part of a write)."""
+    (it is the slow part of a write).
+
+    Records are embedded EMBED_CHUNK at a time, so that their texts and token ids are never
+    all in memory at once; beyond a chunk the vectors go to a memory map of an unlinked
+    temporary file (384 bytes a record, which the kernel may write out) rather than the heap.
+    """
     progress.stage("embedding")
-    vectors = encoder.embed_records(records, progress.advance)
+    count = len(records)
+    if count <= EMBED_CHUNK:
+        vectors = encoder.embed_records(records, progress.advance)
+    else:
+        with tempfile.TemporaryFile(prefix="searchsvc-vectors-") as scratch:
+            vectors = np.memmap(
+                scratch, dtype=np.int8, mode="w+", shape=(count, encoder.dimensions)
+            )
+        for start in range(0, count, EMBED_CHUNK):
+            chunk = records[start : start + EMBED_CHUNK]
+            vectors[start : start + len(chunk)] = encoder.embed_records(chunk, progress.advance)
     progress.stage("indexing")
     return vectors
 

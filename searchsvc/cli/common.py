@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
@@ -41,6 +42,29 @@ tasks_db_option = click.option(
         "needed for a Solr location)."
     ),
 )
+
+
+class ByteSize(click.ParamType):
+    """A size in bytes: a number with an optional unit, K, M, G or T (powers of 1024, an
+    optional trailing B or iB), e.g. 2G, 800M, 1.5GiB."""
+
+    name = "size"
+    _UNITS: ClassVar[dict[str, int]] = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+    def __init__(self, minimum: int = 0) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            size = value
+        else:
+            match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", str(value).upper())
+            if match is None:
+                self.fail(f"{value!r} is not a size such as 2G, 800M or 1073741824", param, ctx)
+            size = int(float(match.group(1)) * self._UNITS[match.group(2)])
+        if size < self.minimum:
+            self.fail(f"{value} is below the minimum of {self.minimum // 1024**2}M", param, ctx)
+        return size
 
 
 def reports_errors(command: Callable[..., Any]) -> Callable[..., Any]:

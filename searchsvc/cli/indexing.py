@@ -8,13 +8,15 @@ from typing import IO
 
 import click
 
-from searchsvc.cli.common import index_option, reports_errors, tasks_db_option
+from searchsvc.cli.common import ByteSize, index_option, reports_errors, tasks_db_option
 from searchsvc.indexer import BuildSummary, build_index, update_index
 from searchsvc.query import IndexStats
 from searchsvc.service import SearchService
 from searchsvc.sources import FORMATS
 from searchsvc.tasks import TaskQueue, queue_path_if_any
 
+# Below this a build could not hold one segment of the smallest size in each process.
+MIN_MEMORY_BUDGET = 256 * 1024**2
 # Skipped records listed one per line after a build; the rest are only counted.
 MAX_SKIPPED_SHOWN = 20
 
@@ -43,6 +45,15 @@ MAX_SKIPPED_SHOWN = 20
     help="Writer processes of a build (default: 1 for small inputs, 2 for large ones).",
 )
 @click.option(
+    "--memory-budget",
+    type=ByteSize(minimum=MIN_MEMORY_BUDGET),
+    default=None,
+    metavar="SIZE",
+    help="Memory a build's processes may use at once, summed, e.g. 2G or 800M (default: "
+    "2G). Segments are sized to it, so a larger corpus takes longer, not more memory "
+    "(Whoosh indexes). The records read are kept in a file in $TMPDIR meanwhile.",
+)
+@click.option(
     "--progress/--no-progress",
     default=None,
     help="Progress bar on stderr (default: only when stderr is a terminal).",
@@ -62,6 +73,7 @@ def index(
     replace: bool,
     tasks_db: str,
     procs: int | None,
+    memory_budget: int | None,
     progress: bool | None,
     vectors: bool | None,
 ) -> None:
@@ -77,6 +89,8 @@ def index(
     """
     if update and replace:
         raise click.UsageError("--replace is for a rebuild, not --update")
+    if update and memory_budget is not None:
+        raise click.UsageError("--memory-budget is for a rebuild, not --update")
     if update and vectors is not None:
         raise click.UsageError(
             "--vectors/--no-vectors are for a rebuild: an update follows the index"
@@ -105,6 +119,7 @@ def index(
             queue=queue,
             replace=replace,
             vectors=vectors,
+            memory_budget=memory_budget,
         )
     click.echo(summary_line(summary, index))
     for line in skipped_lines(summary):

@@ -166,7 +166,10 @@ class SolrBackend(SearchBackend):
         procs: int | None = None,
         progress: Progress | None = None,
         vectors: bool = False,
+        memory_budget: int | None = None,
     ) -> WriteResult:
+        # `memory_budget` is the cluster's own business (its JVM heaps): this process holds
+        # one batch of documents at a time whatever the corpus, and the records stay on disk.
         records = unique_by_id(records)
         progress = progress or NoProgress()
         embedded = None

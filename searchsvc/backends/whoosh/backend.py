@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 from urllib.parse import quote
 
 import numpy as np
@@ -31,6 +31,7 @@ from searchsvc.backends.whoosh.build.writer import (
     apply_changes,
     choose_procs,
     describe_writer,
+    segment_records,
 )
 from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.search.authors import author_view
@@ -179,10 +180,12 @@ class WhooshBackend(SearchBackend):
         procs: int | None = None,
         progress: Progress | None = None,
         vectors: bool = False,
+        memory_budget: int | None = None,
     ) -> WriteResult:
         records = unique_by_id(records)
         progress = progress or NoProgress()
-        procs = choose_procs(len(records), procs)
+        procs = choose_procs(len(records), procs, memory_budget)
+        segment_size = segment_records(procs, memory_budget)
         saved = {**(metadata or {}), "writer": describe_writer(procs), "documents": len(records)}
         embedded = None
         if vectors:
@@ -197,6 +200,7 @@ class WhooshBackend(SearchBackend):
                 progress.advance,
                 lambda: progress.stage("commit"),
                 embedded,
+                segment_size,
             )
         self.refresh()
         return WriteResult(
@@ -277,9 +281,27 @@ class WhooshBackend(SearchBackend):
         self._searchers.close()
 
 
-def _column_values(vectors: np.ndarray) -> list[bytes]:
-    """int8 vectors as the index's `vector` column holds them."""
-    return [row.tobytes() for row in vectors]
+def _column_values(vectors: np.ndarray) -> Sequence[bytes]:
+    """int8 vectors as the index's `vector` column holds them (made row by row as they are
+    written: the matrix may be a memory map, see backends.vectors.embed_for_index)."""
+    return _RowBytes(vectors)
+
+
+class _RowBytes(Sequence[bytes]):
+    def __init__(self, matrix: np.ndarray) -> None:
+        self._matrix = matrix
+
+    def __len__(self) -> int:
+        return len(self._matrix)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> _RowBytes: ...
+    def __getitem__(self, index: int | slice) -> bytes | _RowBytes:
+        if isinstance(index, slice):
+            return _RowBytes(self._matrix[index])
+        return self._matrix[index].tobytes()
 
 
 def _nearest_to(view, docnum: int, table, limit: int) -> tuple[Hit, ...]:

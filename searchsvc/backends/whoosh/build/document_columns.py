@@ -30,13 +30,22 @@ class DocumentColumns:
     """Collects the per-document data of one segment's documents (numbered from 0)."""
 
     def __init__(self) -> None:
-        self.stored: list[dict[str, Any]] = []  # each document's stored fields, in field order
+        # Each document's stored fields (a dict in field order), pickled and compressed as it
+        # arrives: as Python objects they took several times the bytes until the segment was
+        # written, and bounded how many records a segment may take (build/writer.py).
+        self._stored: list[bytes | None] = []
         # Column name -> column, in the order W3PerDocWriter would create them.
         self._columns: dict[str, Any] = {}
         self._values: dict[str, tuple[list[int], list[Any]]] = defaultdict(lambda: ([], []))
         self._length_columns: dict[str, str] = {}  # lengths column name -> field name
         # As W3PerDocWriter._fieldlengths: each field's total length, fields in first-met order.
         self.field_lengths: defaultdict[str, int] = defaultdict(int)
+
+    def add_stored(self, stored: dict[str, Any]) -> None:
+        """The next document's stored fields (STORED_COLUMN's value: pickled, compressed)."""
+        self._stored.append(
+            isal_zlib.compress(pickle.dumps(stored, 2), _STORED_LEVEL) if stored else None
+        )
 
     def add_length(self, name: str, length: int) -> None:
         """A document's (non-zero) length in a field; its length byte is given at `write`."""
@@ -79,9 +88,7 @@ class DocumentColumns:
         # fields get nothing.
         bytes_writer = writer._child
         add = VarBytesColumn.Writer.add
-        dumps = pickle.dumps
-        compress = isal_zlib.compress
-        for docnum, stored in enumerate(self.stored):
-            if stored:
-                add(bytes_writer, docnum, compress(dumps(stored, 2), _STORED_LEVEL))
-        self.stored = []
+        for docnum, stored in enumerate(self._stored):
+            if stored is not None:
+                add(bytes_writer, docnum, stored)
+        self._stored = []

@@ -138,19 +138,28 @@ class _FieldTokens:
         lengths = text_lengths[numbers]
         run_offsets = np.cumsum(lengths) - lengths
         # Token i of a run starting at token s (of the field) is word start + (i - s) of its
-        # text, at position first + (i - s).
-        within = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(run_offsets, lengths)
-        words = ids[np.repeat(text_starts[numbers], lengths) + within]
+        # text, at position first + (i - s). Arrays of one entry a token are the largest a
+        # build holds: int32 where the counts fit, each freed once used.
+        index_type: type[np.signedinteger] = np.int32 if len(ids) < 2**31 else np.int64
+        within: np.ndarray = np.arange(int(lengths.sum()), dtype=index_type)
+        np.subtract(within, np.repeat(run_offsets.astype(index_type), lengths), out=within)
+        at = np.repeat(text_starts[numbers].astype(index_type), lengths)
+        at += within
+        words = ids[at]
+        del at
         distinct, rank_of_word = texts.terms(part)
         term_ranks = rank_of_word[words]
+        del words
         present = np.zeros(len(distinct), dtype=bool)
         present[term_ranks] = True
         field_rank = np.cumsum(present, dtype=np.int32) - 1  # among the field's own terms
-        positions = np.repeat(np.frombuffer(self._firsts, dtype=np.int32), lengths) + within
+        positions = np.repeat(np.frombuffer(self._firsts, dtype=np.int32), lengths)
+        positions += within.astype(np.int32, copy=False)
+        del within
         tokens = FieldTokens(
             field_rank[term_ranks],
             np.repeat(np.frombuffer(self._docs, dtype=np.int32), lengths),
-            positions.astype(np.int32),
+            positions,
         )
         used = np.flatnonzero(present).tolist()
         return [distinct[rank].encode("utf-8") for rank in used], tokens
@@ -293,7 +302,7 @@ class SegmentBuilder:
             column = field.column_type
             if column:
                 columns.add_value(docnum, name, column, field.to_column_value(value))
-        columns.stored.append(stored)
+        columns.add_stored(stored)
         self.doc_count = docnum + 1
 
     def _invert_text_fields(self, docnum: int, document: dict[str, Any]) -> dict[str, int]:

@@ -2,9 +2,11 @@
 
 A full build writes its segments with `segment.SegmentBuilder`, which produces the files
 Whoosh's own writer would for the same documents with far less CPU time (each text analysed
-once, postings encoded in bulk). Large inputs are split in contiguous shares, each built as its
-own segment by a forked worker process (the workers read the records the parent already holds,
-nothing is pickled), and the parent commits the index's table of contents with every segment.
+once, postings encoded in bulk). Large inputs are split in contiguous shares, each built as
+segments by a forked worker process (the workers read their records from the build's record
+spill, nothing is pickled), and the parent commits the index's table of contents with every
+segment. A segment's postings are held in memory until it is written, so the segment size is
+what bounds a build's memory: `segment_records` sizes segments to a memory budget.
 Updates (`apply_changes`) write their new records the same way, as one more segment, and let
 Whoosh's stock writer mark the replaced and deleted documents and merge small segments (a
 bounded merge: `merge_small_segments`).
@@ -32,15 +34,25 @@ from whoosh.writing import SegmentWriter
 from searchsvc.backends.whoosh.build.segment import SegmentBuilder
 from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.child_processes import die_with_parent
+from searchsvc.memory import release_free_memory
 from searchsvc.records import Record
 
 log = logging.getLogger(__name__)
 
 # Below this many records one process finishes before worker processes would pay off.
 MULTIPROCESS_MIN_RECORDS = 5_000
-# A segment's postings are held in memory until it is written, so this bounds a writer's
-# memory; larger shares are written as several segments.
+# A segment's postings are held in memory until it is written, so the segment size bounds a
+# writer's memory; larger shares are written as several segments. Larger segments make faster
+# searches (fewer per-segment lookups) up to about this size.
 MAX_SEGMENT_RECORDS = 100_000
+MIN_SEGMENT_RECORDS = 5_000
+# What a build's processes may hold at once, summed, unless told otherwise (--memory-budget).
+DEFAULT_MEMORY_BUDGET = 2 * 1024**3
+# Measured with benchmarks/bench_scale.py (RSS, sampled): a writer process before its first
+# record (the interpreter, Whoosh, numpy, the parent's pages it shares), and what a segment
+# builder holds at its peak (writing its largest field) per record of its segment.
+PROCESS_BYTES = 200 * 1024**2
+SEGMENT_BYTES_PER_RECORD = 16 * 1024
 # An update merges segments of at most SMALL_SEGMENT_DOCS documents, MERGE_AT of a size tier at
 # a time (merge_small_segments).
 SMALL_SEGMENT_DOCS = 1_000
@@ -52,13 +64,33 @@ OnAdded = Callable[[int], None]
 _REPORT_EVERY = 100
 
 
-def choose_procs(record_count: int, requested: int | None = None) -> int:
-    """How many writer processes to use: `requested` when given, else by input size and CPUs."""
+def choose_procs(
+    record_count: int, requested: int | None = None, memory_budget: int | None = None
+) -> int:
+    """How many writer processes to use: `requested` when given, else by input size, CPUs and
+    the memory budget (a second writer must fit a segment of MIN_SEGMENT_RECORDS)."""
     if requested is not None:
         return max(1, requested)
     if record_count < MULTIPROCESS_MIN_RECORDS:
         return 1
-    return max(1, min(2, os.cpu_count() or 1))
+    procs = max(1, min(2, os.cpu_count() or 1))
+    while procs > 1 and _records_per_writer(procs, memory_budget) < MIN_SEGMENT_RECORDS:
+        procs -= 1
+    return procs
+
+
+def segment_records(procs: int, memory_budget: int | None = None) -> int:
+    """Records per segment for `procs` writer processes (and the parent) to stay within
+    `memory_budget` bytes, between MIN_SEGMENT_RECORDS and MAX_SEGMENT_RECORDS."""
+    records = _records_per_writer(procs, memory_budget)
+    return int(min(MAX_SEGMENT_RECORDS, max(MIN_SEGMENT_RECORDS, records)))
+
+
+def _records_per_writer(procs: int, memory_budget: int | None) -> int:
+    budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
+    writers = procs if procs > 1 else 0  # one process writes its segments itself
+    per_writer = (budget - (writers + 1) * PROCESS_BYTES) // max(procs, 1)
+    return int(per_writer // SEGMENT_BYTES_PER_RECORD)
 
 
 def describe_writer(procs: int) -> str:
@@ -72,19 +104,24 @@ def add_records(
     on_added: OnAdded | None = None,
     on_commit: Callable[[], None] | None = None,
     vectors: Sequence[bytes] | None = None,
+    segment_size: int | None = None,
 ) -> None:
     """Add `records` (with their int8 `vectors`, when given, in the same order) to a fresh
-    `index` and commit; raise if the index misses any of them."""
+    `index` in segments of at most `segment_size` records, and commit; raise if the index
+    misses any of them."""
     lock = index.lock("WRITELOCK")
     if not lock.acquire(False):
         raise LockError
     storage = index.storage
     try:
         procs = max(1, min(procs, len(records)))
+        chunks = _Chunks(segment_size)
         if procs == 1:
-            segments = _build_here(index, records, on_added, on_commit, vectors)
+            segments = _build_here(index, records, chunks, on_added, on_commit, vectors)
         else:
-            segments = _build_in_workers(index, records, procs, on_added, on_commit, vectors)
+            segments = _build_in_workers(
+                index, records, chunks, procs, on_added, on_commit, vectors
+            )
         toc = TOC.read(storage, index.indexname, schema=index.schema)
         every_segment = toc.segments + [s for s in segments if s.doc_count_all()]
         TOC(toc.schema, every_segment, toc.generation + 1).write(storage, index.indexname)
@@ -105,29 +142,40 @@ def _new_segment(index: Index) -> W3Segment:
     return default_codec().new_segment(index.storage, index.indexname)
 
 
-def _build_here(index, records, on_added, on_commit, vectors=None):
-    segments = [_new_segment(index) for _ in _chunks(0, len(records))]
-    built = _build_segments(index, segments, records, 0, len(records), on_added, vectors)
+def _build_here(index, records, chunks, on_added, on_commit, vectors=None):
+    segments = [_new_segment(index) for _ in chunks(0, len(records))]
+    built = _build_segments(index, segments, records, chunks, 0, len(records), on_added, vectors)
     if on_commit:
         on_commit()
     return built
 
 
-def _chunks(start: int, stop: int) -> list[tuple[int, int]]:
-    """[start, stop) cut into ranges of at most MAX_SEGMENT_RECORDS, one segment each."""
-    return [
-        (a, min(a + MAX_SEGMENT_RECORDS, stop)) for a in range(start, stop, MAX_SEGMENT_RECORDS)
-    ]
+class _Chunks:
+    """Cuts [start, stop) into ranges of at most `size` records, one segment each."""
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = max(1, MAX_SEGMENT_RECORDS if size is None else size)
+
+    def __call__(self, start: int, stop: int) -> list[tuple[int, int]]:
+        size = self.size
+        return [(a, min(a + size, stop)) for a in range(start, stop, size)]
 
 
-def _build_segments(index, segments, records, start, stop, on_added, vectors=None) -> list:
+def _build_segments(index, segments, records, chunks, start, stop, on_added, vectors=None):
     built = []
-    with _collector_paused():
-        for segment, (a, b) in zip(segments, _chunks(start, stop), strict=True):
+    for segment, (a, b) in zip(segments, chunks(start, stop), strict=True):
+        with _collector_paused():
             builder = SegmentBuilder(index.storage, index.schema, segment)
             share = None if vectors is None else vectors[a:b]
             _add_all(builder, records[a:b], on_added or (lambda count: None), share)
             built.append(builder.finish())
+            del builder, share
+        # What a segment left in reference cycles goes before the next one starts: with the
+        # collector paused over every segment of a share, a writer grew by a segment's worth
+        # each time (3 GB by the fifth 49,000-record segment of a million-record build).
+        gc.collect()
+        # A writer's memory is then that of its current segment, not the most of all of them.
+        release_free_memory()
     return built
 
 
@@ -167,7 +215,7 @@ def _add_all(
         report(pending)
 
 
-def _build_in_workers(index, records, procs, on_added, on_commit, vectors=None):
+def _build_in_workers(index, records, chunks, procs, on_added, on_commit, vectors=None):
     """Build the segments of each contiguous share of `records` in a forked worker."""
     context = multiprocessing.get_context("fork")
     share = -(-len(records) // procs)
@@ -176,11 +224,11 @@ def _build_in_workers(index, records, procs, on_added, on_commit, vectors=None):
     try:
         for start in range(0, len(records), share):
             stop = min(start + share, len(records))
-            segments = [_new_segment(index) for _ in _chunks(start, stop)]
+            segments = [_new_segment(index) for _ in chunks(start, stop)]
             receiver, sender = context.Pipe(duplex=False)
             worker = context.Process(
                 target=_worker_main,
-                args=(index, segments, records, start, stop, sender, os.getpid(), vectors),
+                args=(index, segments, records, chunks, start, stop, sender, os.getpid(), vectors),
                 daemon=True,
             )
             worker.start()
@@ -219,14 +267,17 @@ def _collect(jobs, total, on_added, on_commit):
 
 
 def _worker_main(
-    index, segments, records, start, stop, sender: Connection, parent: int, vectors=None
+    index, segments, records, chunks, start, stop, sender: Connection, parent: int, vectors=None
 ) -> None:
     # A worker outliving a killed build would keep writing into a directory being removed.
     die_with_parent(parent)
     try:
         report = lambda count: sender.send(("added", count))  # noqa: E731
         sender.send(
-            ("done", _build_segments(index, segments, records, start, stop, report, vectors))
+            (
+                "done",
+                _build_segments(index, segments, records, chunks, start, stop, report, vectors),
+            )
         )
     except BaseException:
         sender.send(("error", traceback.format_exc()))
@@ -260,8 +311,11 @@ def apply_changes(
                 for docnum in searcher.document_numbers(id=record_id):
                     writer.delete_document(docnum)
         if upserts:
-            segments = [_new_segment(index) for _ in _chunks(0, len(upserts))]
-            added = _build_segments(index, segments, upserts, 0, len(upserts), on_added, vectors)
+            chunks = _Chunks()
+            segments = [_new_segment(index) for _ in chunks(0, len(upserts))]
+            added = _build_segments(
+                index, segments, upserts, chunks, 0, len(upserts), on_added, vectors
+            )
         if on_commit:
             on_commit()
         writer.commit(mergetype=lambda w, segments: [*merge_small_segments(w, segments), *added])
