@@ -26,6 +26,7 @@ from gunicorn.http import errors as http_errors
 from gunicorn.http.wsgi import Response, default_environ
 from gunicorn.workers.sync import SyncWorker
 
+from searchsvc.memory import release_free_memory
 from searchsvc.serving.errors import error_response, status_line
 from searchsvc.serving.limits import LONG_QUERY_HINT
 
@@ -46,6 +47,8 @@ PARSE_ERROR_STATUS: tuple[tuple[type[Exception], int], ...] = (
 # Errors that carry the request read so far (another error's `req` may be a string).
 HEADER_ERRORS = (http_errors.InvalidHeader, http_errors.InvalidHeaderName)
 
+# A busy worker gives memory back every this many requests (at once when it is idle).
+TRIM_EVERY_REQUESTS = 256
 # Access lines held back: at most this many, for at most about this many seconds.
 MAX_DEFERRED_LINES = 64
 DEFERRED_LINE_SECONDS = 1.0
@@ -64,17 +67,30 @@ class DeferredLogSyncWorker(SyncWorker):
             self.log.write_deferred()
 
     def wait(self, timeout: float) -> Any:
-        if self.log.deferred:
+        if self.log.deferred or self._untrimmed:
             timeout = min(timeout, DEFERRED_LINE_SECONDS)
         ready = super().wait(timeout)
         if not ready:
             self.log.write_deferred()  # a quiet moment
+            self._release_memory()
         return ready
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         # Accepted: the previous request's line goes out now, before this request is read.
         self.log.write_deferred()
         super().handle(listener, client, addr)
+        self._untrimmed += 1
+        if self._untrimmed >= TRIM_EVERY_REQUESTS:
+            self._release_memory()  # a worker that is never idle
+
+    _untrimmed = 0  # requests since the memory searches freed was last given back
+
+    def _release_memory(self) -> None:
+        # Searches free large temporary arrays that malloc would keep: given back when the
+        # worker is idle (or every so many requests), its USS is what it holds (issue 20).
+        if self._untrimmed:
+            release_free_memory()
+            self._untrimmed = 0
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         """gunicorn's answer to a request it could not parse or serve, in the JSON shape."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import bisect
 import io
+import json
+import mmap
 import random
 import zipfile
 from dataclasses import replace
@@ -12,11 +14,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh.accel.facet_table import FacetTable
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueMajor
 from searchsvc.backends.whoosh.accel.facet_table_file import (
+    DERIVED_SAVED,
     PackedValues,
+    array_text,
     facet_table_for,
     load_facet_table,
+    npz_bytes,
+    text_array,
 )
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.store import FACET_ARRAYS, IndexDirectory
@@ -83,6 +89,25 @@ def _assert_same_table(saved: FacetTable | None, computed: FacetTable) -> None:
             expected = getattr(column, name)
             assert getattr(loaded, name).dtype == expected.dtype
             np.testing.assert_array_equal(getattr(loaded, name), expected)
+        _assert_same_grouping(loaded, column)
+    # The subject facets' columns come with the table, as this process would derive them.
+    for facet in DERIVED_SAVED:
+        assert (facet, False) in saved._derived
+        loaded, column = saved._derived[(facet, False)], computed.column(facet)
+        assert list(loaded.values) == list(column.values)
+        assert loaded.search_texts == column.search_texts
+        for name in ("entry_doc", "entry_value", "totals"):
+            np.testing.assert_array_equal(getattr(loaded, name), getattr(column, name))
+        _assert_same_grouping(loaded, column)
+
+
+def _assert_same_grouping(loaded, column) -> None:
+    # Entries grouped by value, saved rather than sorted again by each process (issue 20).
+    assert loaded._by_total is not None
+    expected = ValueMajor.of(column)
+    for name in ("ordinals", "rising", "starts", "docs"):
+        np.testing.assert_array_equal(getattr(loaded._by_total, name), getattr(expected, name))
+    assert loaded._by_total.complete == expected.complete
 
 
 REQUESTS = (
@@ -198,8 +223,13 @@ def _truncated(data: bytes) -> bytes:
 
 
 def _one_byte_flipped(data: bytes) -> bytes:
-    # A byte inside the arrays (the zip's CRC check catches it).
-    middle = len(data) // 2
+    # A byte inside the largest array (each member's CRC check catches it).
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        largest = max(archive.infolist(), key=lambda info: info.file_size)
+    at = largest.header_offset
+    name_length = int.from_bytes(data[at + 26 : at + 28], "little")
+    extra_length = int.from_bytes(data[at + 28 : at + 30], "little")
+    middle = at + 30 + name_length + extra_length + largest.file_size // 2
     return data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]
 
 
@@ -283,3 +313,55 @@ def test_updates_carry_the_arrays_forward_equal_to_computed_ones_through_merges(
                 segments = len(list(reader.leaf_readers()))
             _assert_same_table(*_saved_and_computed(directory))
     assert segments < 14, "no merge happened: the test would not cover renumbering"
+
+
+# -- mapped, not copied ----------------------------------------------------------------------
+def _mapped(array: np.ndarray) -> bool:
+    base = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+
+
+def test_saved_arrays_are_mapped_from_the_file_not_copied_into_each_process(directory):
+    # Workers that map one file share its pages (issue 20: a worker's private memory).
+    with directory.open().reader() as reader:
+        table = load_facet_table(_arrays_path(directory), reader)
+    assert table is not None
+    arrays = [table.live, table.year, table.title_rank]
+    for column in table.columns.values():
+        arrays += [column.entry_doc, column.entry_value, column.totals]
+    assert all(_mapped(array) and not array.flags.writeable for array in arrays)
+    assert all(array.ctypes.data % 64 == 0 for array in arrays)
+
+
+def test_a_file_np_savez_wrote_loads_copied_with_the_same_answers(directory):
+    # Files written before the arrays were aligned cannot be mapped: they are read instead.
+    expected = _answers(directory)
+    path = _arrays_path(directory)
+    with np.load(path) as saved:
+        arrays = {name: saved[name] for name in saved.files}
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    path.write_bytes(buffer.getvalue())
+    with directory.open().reader() as reader:
+        table = load_facet_table(path, reader)
+    assert table is not None and not _mapped(table.live)
+    assert _answers(directory) == expected
+
+
+def test_subject_columns_saved_under_another_taxonomy_are_derived_again(directory):
+    # A saved column stands only for the mapping it was derived by: here the file says that
+    # every category maps to a subject this taxonomy has never heard of.
+    expected = _answers(directory)
+    path = _arrays_path(directory)
+    with np.load(path) as saved:
+        arrays = {name: saved[name] for name in saved.files}
+    for facet in DERIVED_SAVED:
+        mapping = json.loads(array_text(arrays[f"derived.{facet}.mapping"]))
+        arrays[f"derived.{facet}.mapping"] = text_array(json.dumps([["xx.YY"]] * len(mapping)))
+    path.write_bytes(npz_bytes(arrays))
+    with directory.open().reader() as reader:
+        table = load_facet_table(path, reader)
+    assert table is not None and not table._derived
+    assert _answers(directory) == expected

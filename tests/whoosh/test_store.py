@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -197,6 +199,82 @@ def test_an_update_writes_the_manifest_of_its_state_and_removes_the_one_before(t
     assert after.name == integrity.manifest_name(integrity.latest_toc(live))
     verdict = integrity.verify(live, remembered=False)
     assert verdict.ok and verdict.status == "verified"
+
+
+def _fresh_process_reads(live, monkeypatch) -> list[str]:
+    """The files a new process's verification of `live` reads in full: this process's own
+    memory of checksums is cleared first, and the reads are recorded."""
+    from searchsvc.backends.whoosh import integrity
+
+    monkeypatch.setattr(integrity, "_REMEMBERED", integrity._Checksums())
+    read = []
+    real_open = open
+
+    def recording_open(path, *args, **kwargs):
+        read.append(Path(path).name)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(integrity, "open", recording_open, raising=False)
+    return read
+
+
+def test_a_new_process_trusts_checksums_remembered_beside_the_state(tmp_path, monkeypatch):
+    # Issue 20: each gunicorn worker read every file of a million-record index at start.
+    from searchsvc.backends.whoosh import integrity
+
+    directory = IndexDirectory(build_index(tmp_path / "index"))
+    live = directory.live_path()
+    toc = integrity.latest_toc(live)
+    assert (live / f".searchsvc-checksums-{toc}.json").is_file()
+    read = _fresh_process_reads(live, monkeypatch)
+
+    verdict = integrity.verify(live)
+    assert verdict.ok and verdict.status == "verified"
+    assert not [name for name in read if name in verdict_files(live, toc)]
+    # `check` reads every file again, whatever is remembered.
+    assert integrity.verify(live, remembered=False).ok
+    assert set(verdict_files(live, toc)) <= set(read)
+
+
+def verdict_files(live, toc) -> list[str]:
+    from searchsvc.backends.whoosh import integrity
+
+    return list(json.loads((live / integrity.manifest_name(toc)).read_text())["files"])
+
+
+def test_a_file_rewritten_since_its_checksum_was_remembered_is_read_and_caught(
+    tmp_path, monkeypatch
+):
+    from searchsvc.backends.whoosh import integrity
+
+    directory = IndexDirectory(build_index(tmp_path / "index"))
+    live = directory.live_path()
+    segment = max(live.glob("*.seg"), key=lambda path: path.stat().st_size)
+    stat = segment.stat()
+    # Zero-filled in place, its size and modification time put back: only the ctime tells.
+    segment.write_bytes(bytes(stat.st_size))
+    os.utime(segment, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    read = _fresh_process_reads(live, monkeypatch)
+
+    verdict = integrity.verify(live)
+    assert segment.name in read
+    assert [damage.kind for damage in verdict.damage] == ["checksum"]
+
+
+def test_a_damaged_or_foreign_file_of_remembered_checksums_is_ignored(tmp_path, monkeypatch):
+    from searchsvc.backends.whoosh import integrity
+
+    directory = IndexDirectory(build_index(tmp_path / "index"))
+    live = directory.live_path()
+    toc = integrity.latest_toc(live)
+    (live / f".searchsvc-checksums-{toc}.json").write_text("{not json")
+    read = _fresh_process_reads(live, monkeypatch)
+
+    assert integrity.verify(live).ok
+    assert set(verdict_files(live, toc)) <= set(read)
+    # The sound verification wrote them again, for the next process.
+    saved = json.loads((live / f".searchsvc-checksums-{toc}.json").read_text())
+    assert set(saved["files"]) == set(verdict_files(live, toc))
 
 
 def test_a_state_whose_manifest_is_not_written_yet_is_served_as_pending(tmp_path):

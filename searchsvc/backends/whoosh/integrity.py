@@ -14,15 +14,20 @@ an update rewrites in place (searchsvc.json) may change under a reader
 that checks an older manifest: the caller looks again at the state after verifying and
 discards a verdict made while it changed (store.py).
 
-Checksums are remembered per process by file identity (device, inode, size, mtime, name): a
-file is read in full once per process and per version of it, and updates only hash the files
-they wrote. What that leaves undetected: a file changed in place after this process verified
-it, without a change of size or mtime (a disk's silent corruption, a deliberate overwrite that
-restores the mtime), until another process (a restart, `searchsvc check`) reads it again.
+Checksums are remembered by file identity (device, inode, size, mtime and ctime, name): a file
+is read in full once per version of it, and updates only hash the files they wrote. They are
+remembered per process, and beside the state, in `.searchsvc-checksums-<N>.json`, by the
+process that wrote the manifest or verified the state in full: a new server process (each
+gunicorn worker, each restart) then verifies a state of a million records by a stat of each
+file instead of reading gigabytes, which took most of its cold start. A change through the
+file system changes the ctime (no call can set it back), so any rewrite, truncation or zero
+fill is read again and caught. What that leaves undetected: a disk's silent corruption of a
+file after its checksum was remembered. `searchsvc check` reads every file again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -44,6 +49,7 @@ METADATA = "searchsvc.json"
 _TOC = re.compile(r"^_MAIN_([0-9]+)\.toc$")
 _TOC_TEMPORARY = re.compile(r"^_MAIN_[0-9]+\.toc\..+$")
 _MANIFEST = re.compile(rf"^{re.escape(MANIFEST_PREFIX)}([0-9]+)\.json$")
+_REMEMBERED_NAME = re.compile(r"^\.searchsvc-checksums-([0-9]+)\.json$")
 # Whoosh's lock file: created and removed by its writers, never data.
 _NOT_DATA = frozenset(("MAIN_WRITELOCK",))
 # Accelerations derived from Whoosh's files (accel/: facet arrays, lexicons, posting arrays,
@@ -53,6 +59,9 @@ _NOT_DATA = frozenset(("MAIN_WRITELOCK",))
 # stop serving a generation, and is left out of manifests.
 _DERIVED = re.compile(r"^(facets\.npz|lexicons\.npz|.*\.postarrays|.*\.vectorgraph)$")
 _CHUNK = 4 << 20
+# Checksums remembered beside a state (see the module doc), and the format of that file.
+_REMEMBERED_PREFIX = ".searchsvc-checksums-"
+_REMEMBERED_FORMAT = 1
 # Remembered checksums; cleared whole when it holds more (a long life of updates).
 _MAX_REMEMBERED = 50_000
 
@@ -78,7 +87,7 @@ class Verdict:
 @dataclass
 class _Checksums:
     lock: threading.Lock = field(default_factory=threading.Lock)
-    known: dict[tuple[int, int, int, int, str], int] = field(default_factory=dict)
+    known: dict[tuple[int, int, int, int, int, str], int] = field(default_factory=dict)
 
 
 _REMEMBERED = _Checksums()
@@ -124,7 +133,8 @@ def write_manifest(folder: Path, toc_generation: int, write: Callable[[Path, str
 
     `write(path, text)` writes a file atomically (store._write_atomically)."""
     files = {}
-    for name in state_files(folder, toc_generation):
+    names = state_files(folder, toc_generation)
+    for name in names:
         size, crc = checksum(folder / name)
         files[name] = {"size": size, "crc32": f"{crc:08x}"}
     manifest = {
@@ -133,11 +143,51 @@ def write_manifest(folder: Path, toc_generation: int, write: Callable[[Path, str
         "toc_generation": toc_generation,
         "files": files,
     }
+    _remember_beside(folder, toc_generation, names, write)
     write(folder / manifest_name(toc_generation), json.dumps(manifest, indent=1))
     for name in os.listdir(folder):
-        match = _MANIFEST.match(name)
+        match = _MANIFEST.match(name) or _REMEMBERED_NAME.match(name)
         if match and int(match.group(1)) != toc_generation:
             (folder / name).unlink(missing_ok=True)
+
+
+def _remembered_name(toc_generation: int) -> str:
+    return f"{_REMEMBERED_PREFIX}{toc_generation}.json"
+
+
+def _remember_beside(
+    folder: Path, toc_generation: int, names: Iterable[str], write: Callable[[Path, str], None]
+) -> None:
+    """Save the checksums this process remembers of `names` beside their state (see the module
+    doc): only those of files whose identity is unchanged since they were summed."""
+    entries = {}
+    for name in names:
+        key = _stat_key(folder / name)
+        with _REMEMBERED.lock:
+            crc = None if key is None else _REMEMBERED.known.get(key)
+        if key is not None and crc is not None:
+            entries[name] = [*key[:5], crc]
+    content = {"format": _REMEMBERED_FORMAT, "toc_generation": toc_generation, "files": entries}
+    write(folder / _remembered_name(toc_generation), json.dumps(content))
+
+
+def _recall_beside(folder: Path, toc_generation: int) -> None:
+    """Take the checksums remembered beside a state into this process's memory, for the files
+    whose identity still matches (anything unreadable or malformed is ignored)."""
+    try:
+        saved = json.loads((folder / _remembered_name(toc_generation)).read_bytes())
+        if saved.get("format") != _REMEMBERED_FORMAT:
+            return
+        entries = saved["files"]
+        for name, entry in entries.items():
+            key = _stat_key(folder / name)
+            if key is None or "/" in name or not isinstance(entry, list) or len(entry) != 6:
+                continue
+            if list(key[:5]) == entry[:5] and _is_int(entry[5]):
+                with _REMEMBERED.lock:
+                    _REMEMBERED.known[key] = entry[5]
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return
 
 
 def remove_manifest(folder: Path, toc_generation: int) -> None:
@@ -194,19 +244,32 @@ def verify(folder: Path, remembered: bool = True) -> Verdict:
         return Verdict(toc, tuple(damage))
     damage += _format_damage(manifest_path.name, manifest)
     files = manifest["files"]
-    damage += _file_damage(folder, files, remembered)
+    if remembered:
+        _recall_beside(folder, toc)
+    summed: list[str] = []
+    damage += _file_damage(folder, files, remembered, summed)
+    if remembered and summed and not damage:
+        # What this process summed, a later one need not (best effort: the folder may be
+        # read-only to a server).
+        with contextlib.suppress(OSError):
+            _remember_beside(folder, toc, list(files), _write_quietly)
     total = sum(e["size"] for e in files.values() if isinstance(e, dict) and _is_int(e.get("size")))
     return Verdict(toc, tuple(damage), "verified", len(files), total)
 
 
-def checksum(path: Path, remembered: bool = True) -> tuple[int, int]:
-    """(size, CRC-32) of a file, read once per process and version of the file."""
+def checksum(
+    path: Path, remembered: bool = True, summed: list[str] | None = None
+) -> tuple[int, int]:
+    """(size, CRC-32) of a file, read once per version of the file (see the module doc); the
+    name of a file read is added to `summed`."""
     key = _stat_key(path)
     if remembered and key is not None:
         with _REMEMBERED.lock:
             crc = _REMEMBERED.known.get(key)
         if crc is not None:
             return key[2], crc
+    if summed is not None:
+        summed.append(path.name)
     size, crc = 0, 0
     # ISA-L's CRC-32 runs at memory speed: reading the file costs more than summing it.
     buffer = bytearray(_CHUNK)
@@ -223,7 +286,9 @@ def checksum(path: Path, remembered: bool = True) -> tuple[int, int]:
     return size, crc
 
 
-def _file_damage(folder: Path, files: dict[str, Any], remembered: bool) -> Iterable[Damage]:
+def _file_damage(
+    folder: Path, files: dict[str, Any], remembered: bool, summed: list[str]
+) -> Iterable[Damage]:
     for name, entry in sorted(files.items()):
         expected = entry.get("size") if isinstance(entry, dict) else None
         if not isinstance(expected, int) or "/" in name or name.startswith("."):
@@ -244,7 +309,7 @@ def _file_damage(folder: Path, files: dict[str, Any], remembered: bool) -> Itera
             yield Damage(name, "size", f"{size:,} bytes, {expected:,} expected")
             continue
         try:
-            _, crc = checksum(folder / name, remembered)
+            _, crc = checksum(folder / name, remembered, summed)
         except OSError as exc:
             yield Damage(name, "unreadable", reason(exc))
             continue
@@ -284,12 +349,22 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _stat_key(path: Path) -> tuple[int, int, int, int, str] | None:
+def _stat_key(path: Path) -> tuple[int, int, int, int, int, str] | None:
     try:
         stat = path.stat()
     except OSError:
         return None
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, path.name)
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, path.name)
+
+
+def _write_quietly(path: Path, text: str) -> None:
+    """Write a file atomically (a temporary name, then a rename), as readers may."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _all_zeros(path: Path) -> bool:

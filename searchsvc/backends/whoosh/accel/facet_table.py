@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -26,6 +26,11 @@ from searchsvc.query import FacetValue, with_selected
 from searchsvc.subjects import taxonomy
 from searchsvc.texts import fold
 
+# Entries of one document compared with each other rather than sorted (_first_of_each_pair).
+_SHORT_RUN = 16
+# Bytes of a title's sort key that order documents before titles are compared whole (a
+# multiple of 8).
+_TITLE_PREFIX = 24
 # Where a facet value may be entered by a word prefix ("venkat" finds "Shivaram Venkataraman").
 _WORD_START = re.compile(r"(?:^|(?<=[\s.\-_']))(?=\w)")
 NO_YEAR = -1
@@ -54,7 +59,7 @@ class ValueColumn:
     _word_start_values: np.ndarray | None = None
     # entry_offsets[d]:entry_offsets[d + 1] are document d's entries (entries are in doc order).
     _entry_offsets: np.ndarray | None = None
-    _by_total: _ValueMajor | None = None
+    _by_total: ValueMajor | None = None
     # What a value prefix is looked for in, per value (subjects: code and name); the values.
     search_texts: Sequence[str] | None = None
 
@@ -72,6 +77,25 @@ class ValueColumn:
         ordinal = dict(zip(values, range(len(values)), strict=True))
         entry_value = np.fromiter(map(ordinal.__getitem__, flat), dtype=np.int32, count=len(flat))
         entry_doc = np.repeat(np.asarray(docs, dtype=np.int32), counts)
+        totals = np.bincount(entry_value, minlength=len(values))
+        return cls(values, entry_doc, entry_value, totals)
+
+    @classmethod
+    def joined(cls, parts: Sequence[ValueColumn]) -> ValueColumn:
+        """One column of `parts` that cover ascending ranges of documents, in order."""
+        if len(parts) == 1:
+            return parts[0]
+        values = sorted(set().union(*(part.values for part in parts)))
+        ordinal = dict(zip(values, range(len(values)), strict=True))
+        entry_values = []
+        for part in parts:
+            renumber = np.fromiter(
+                map(ordinal.__getitem__, part.values), np.int32, len(part.values)
+            )
+            entry_values.append(renumber[part.entry_value])
+        del ordinal
+        entry_value = np.concatenate([np.empty(0, np.int32), *entry_values])
+        entry_doc = np.concatenate([np.empty(0, np.int32), *(part.entry_doc for part in parts)])
         totals = np.bincount(entry_value, minlength=len(values))
         return cls(values, entry_doc, entry_value, totals)
 
@@ -126,9 +150,7 @@ class ValueColumn:
         within = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - counts, counts)
         docs = np.repeat(entry_doc, counts)
         new_values = flat[np.repeat(starts[entry_value], counts) + within]
-        pair = docs.astype(np.int64) * max(len(values), 1) + new_values
-        keep = np.sort(np.unique(pair, return_index=True)[1])
-        docs, new_values = docs[keep].astype(np.int32), new_values[keep].astype(np.int32)
+        docs, new_values = _first_of_each_pair(docs.astype(np.int32), new_values.astype(np.int32))
         totals = np.bincount(new_values, minlength=len(values))
         texts = [describe(v) for v in values] if describe else None
         return ValueColumn(values, docs, new_values, totals, search_texts=texts)
@@ -196,9 +218,7 @@ class ValueColumn:
         if int(np.count_nonzero(documents)) * _SPARSE_FRACTION < len(documents):
             # Few matches: gathering their entries is cheaper than any pass by value.
             return self.top(self.counts(documents), size, selected)
-        if self._by_total is None:
-            self._by_total = _ValueMajor.of(self)
-        ranked = self._by_total.counts_that_can_rank(documents, size)
+        ranked = self.value_major().counts_that_can_rank(documents, size)
         if ranked is None:
             return self.top(self.counts(documents), size, selected)
         ordinals, counts = ranked
@@ -210,6 +230,13 @@ class ValueColumn:
             FacetValue(self.values[i], int(n), i in chosen)
             for i, n in zip(ordinals[order].tolist(), counts[order].tolist(), strict=True)
         )
+
+    def value_major(self) -> ValueMajor:
+        """The entries grouped by value, most frequent first (built on first use unless the
+        saved table carried them)."""
+        if self._by_total is None:
+            self._by_total = ValueMajor.of(self)
+        return self._by_total
 
     def top(self, counts: np.ndarray, size: int, selected: Iterable[str] = ()) -> tuple:
         """The `size` values with the highest non-zero counts, ties by value."""
@@ -272,8 +299,31 @@ class ValueColumn:
         self._word_starts = [starts[i] for i in order]
 
 
+def _first_of_each_pair(docs: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (document, value) entries without repeats, each pair's first kept, in order.
+
+    Entries come grouped by document, a few to a document: a repeat can only follow its first
+    within the run, so comparing each entry with the few before it finds every one in linear
+    time, where sorting a million records' pairs took most of a first faceted search. Long
+    runs, or entries not in document order, are sorted as before.
+    """
+    if not len(docs):
+        return docs, values
+    run_starts = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
+    longest = int(np.diff(np.append(run_starts, len(docs))).max())
+    if longest > _SHORT_RUN or not bool(np.all(docs[1:] >= docs[:-1])):
+        pair = docs.astype(np.int64) * (int(values.max()) + 1) + values
+        keep = np.sort(np.unique(pair, return_index=True)[1])
+        return docs[keep], values[keep]
+    repeat = np.zeros(len(docs), dtype=bool)
+    for back in range(1, longest):
+        repeat[back:] |= (docs[back:] == docs[:-back]) & (values[back:] == values[:-back])
+    keep = ~repeat
+    return docs[keep], values[keep]
+
+
 @dataclass(frozen=True)
-class _ValueMajor:
+class ValueMajor:
     """The entries of a column's most frequent values, grouped by value, largest total first.
 
     Only the `_RANKED_VALUES` values with the most documents: finding a top N goes down from
@@ -288,7 +338,7 @@ class _ValueMajor:
     complete: bool  # whether every value with entries is here
 
     @classmethod
-    def of(cls, column: ValueColumn) -> _ValueMajor:
+    def of(cls, column: ValueColumn) -> ValueMajor:
         totals = np.asarray(column.totals, dtype=np.int64)
         present = np.flatnonzero(totals)
         if len(present) > _RANKED_VALUES:
@@ -360,19 +410,23 @@ class FacetTable:
 
     @classmethod
     def build(cls, reader: IndexReader) -> FacetTable:
+        """The table of `reader`'s state, read segment by segment: what it holds at once
+        beyond the table itself is one segment's values, whatever the index's size."""
         doc_count = reader.doc_count_all()
         live = np.zeros(doc_count, dtype=bool)
         year = np.full(doc_count, NO_YEAR, dtype=np.int32)
-        docnums, facet_values = _facet_values(reader)
-        live[docnums] = True
-        # The year of each record also orders (newest, oldest) and bounds (year_from, year_to).
-        doc_years = [values["year"] for values in facet_values]
-        has_year = np.fromiter(map(bool, doc_years), bool, len(doc_years))
-        year[docnums[has_year]] = [int(values[0]) for values in doc_years if values]
-        columns = {
-            name: ValueColumn.from_lists(docnums, [values[name] for values in facet_values])
-            for name in PACKED_FACETS
-        }
+        parts: dict[str, list[ValueColumn]] = {name: [] for name in PACKED_FACETS}
+        for docnums, facet_values in _facet_values(reader):
+            live[docnums] = True
+            # The year of each record also orders (newest, oldest) and bounds (year_from,
+            # year_to).
+            doc_years = [values["year"] for values in facet_values]
+            has_year = np.fromiter(map(bool, doc_years), bool, len(doc_years))
+            year[docnums[has_year]] = [int(values[0]) for values in doc_years if values]
+            for name in PACKED_FACETS:
+                values_of = [values[name] for values in facet_values]
+                parts[name].append(ValueColumn.from_lists(docnums, values_of))
+        columns = {name: ValueColumn.joined(parts.pop(name)) for name in PACKED_FACETS}
         return cls(doc_count, live, year, _title_rank(reader, doc_count), columns)
 
     @classmethod
@@ -426,13 +480,31 @@ class FacetTable:
     def column(self, facet: str, primary_only: bool = False) -> ValueColumn:
         """The column a facet counts: a stored one, or for a subject facet the canonical
         categories or archives derived from the stored categories (primary ones only with
-        `primary_only`). Derived here, not stored, so a new taxonomy needs no rebuild."""
+        `primary_only`). Derived here, not stored, so a new taxonomy needs no rebuild (a saved
+        table carries them only for the taxonomy it was saved with, see `seed_derived`)."""
         if not facet_named(facet).hierarchical:
             return self.columns[facet]
-        searched_text = facet_named(facet).searched_text
-        if facet == "category":
-            return self._derive("category", primary_only, _canonical_of, searched_text)
-        return self._derive("subject", primary_only, taxonomy().archives_of, searched_text)
+        return self._derive(facet, primary_only, *_derivation(facet))
+
+    def held_columns(self) -> list[ValueColumn]:
+        """The stored columns and those derived so far."""
+        return [*self.columns.values(), *self._derived.values()]
+
+    def derived_mapping(self, facet: str) -> list[list[str]]:
+        """What each stored category value maps to in a subject facet's column, under the
+        taxonomy of this process."""
+        mapping, _ = _derivation(facet)
+        return [list(mapping(value)) for value in self.columns["category"].values]
+
+    def seed_derived(self, facet: str, column: ValueColumn, mapping: list[list[str]]) -> bool:
+        """Take a subject facet's column (all categories, not primary only) as saved with the
+        table, if it was derived by the mapping this process would use; returns whether."""
+        if mapping != self.derived_mapping(facet):
+            return False
+        _, describe = _derivation(facet)
+        column.search_texts = [describe(value) for value in column.values]
+        self._derived[(facet, False)] = column
+        return True
 
     def filter_mask(self, facet: str, values: Iterable[str], primary_only: bool) -> np.ndarray:
         """Mask of the documents a facet's selected values select (OR); a subject facet's
@@ -495,30 +567,83 @@ class FacetTable:
         return docnums[np.lexsort((self.title_rank[docnums], key))]
 
 
+def _derivation(facet: str) -> tuple[Callable[[str], tuple[str, ...]], Callable[[str], str]]:
+    """How a subject facet's column is derived from stored categories: each value's mapping,
+    and what a value prefix is looked for in."""
+    searched_text = facet_named(facet).searched_text
+    if facet == "category":
+        return _canonical_of, searched_text
+    return taxonomy().archives_of, searched_text
+
+
 def _canonical_of(code: str) -> tuple[str, ...]:
     return (taxonomy().canonical(code),)
 
 
-def _facet_values(reader: IndexReader) -> tuple[np.ndarray, list[dict[str, tuple[str, ...]]]]:
-    """The live documents' numbers, in record order, and each one's values of every facet."""
+def _facet_values(
+    reader: IndexReader,
+) -> Iterator[tuple[np.ndarray, list[dict[str, tuple[str, ...]]]]]:
+    """Per segment, in order: its live documents' numbers, and each one's values of every
+    facet."""
     if FACET_COLUMN in reader.schema and reader.has_column(FACET_COLUMN):
-        # One sequential read of the packed column (schema version 2 and later).
-        live = np.fromiter(reader.all_doc_ids(), dtype=np.int32)
-        packed = _column_bytes(reader, FACET_COLUMN)
-        return live, [unpack_facets(packed[docnum]) for docnum in live.tolist()]
+        # One sequential read of the packed column a segment (schema version 2 and later).
+        for leaf, offset in reader.leaf_readers():
+            if not leaf.doc_count_all():
+                continue
+            live = np.fromiter(leaf.all_doc_ids(), dtype=np.int32)
+            packed = leaf_column_bytes(leaf, FACET_COLUMN)
+            yield live + offset, [unpack_facets(packed[docnum]) for docnum in live.tolist()]
+        return
     # Indexes built before the column existed: unpickle every document's stored fields.
     docnums, values = [], []
     for docnum, stored in reader.iter_docs():
         docnums.append(docnum)
         values.append(stored_facets(stored))
-    return np.asarray(docnums, dtype=np.int32), values
+    yield np.asarray(docnums, dtype=np.int32), values
 
 
 def _title_rank(reader: IndexReader, doc_count: int) -> np.ndarray:
-    """Each document's position in title order (the `title_sort` column holds the keys)."""
-    title_keys = _column_texts(reader, "title_sort")
+    """Each document's position in title order (the `title_sort` column holds the keys), equal
+    titles in document order.
+
+    Every title held at once took more memory than the rest of a million-record table; the
+    documents are ordered by the first _TITLE_PREFIX bytes of their keys instead (UTF-8 bytes
+    order as str does), and only a run of documents whose prefixes tie reads its titles.
+    """
+    prefixes = np.zeros((doc_count, _TITLE_PREFIX), dtype=np.uint8)
+    columns = []
+    for leaf, offset in reader.leaf_readers():
+        if not leaf.doc_count_all():
+            continue
+        keys = leaf_column_bytes(leaf, "title_sort")
+        padded = b"".join(key[:_TITLE_PREFIX].ljust(_TITLE_PREFIX, b"\0") for key in keys)
+        prefixes[offset : offset + len(keys)] = np.frombuffer(padded, np.uint8).reshape(
+            len(keys), _TITLE_PREFIX
+        )
+        columns.append((offset, leaf.column_reader("title_sort", translate=False)))
+    words = prefixes.view(">u8")  # big-endian words compare as the bytes do
+    del prefixes
+    order = np.lexsort(
+        [np.arange(doc_count), *(words[:, i] for i in reversed(range(words.shape[1])))]
+    )
+    ordered = words[order]
+    tied = np.all(ordered[1:] == ordered[:-1], axis=1)
+    del words, ordered
+    if tied.any():
+        starts = [offset for offset, _ in columns]
+
+        def title(docnum: int) -> bytes:
+            number = bisect.bisect_right(starts, docnum) - 1
+            offset, column = columns[number]
+            return column[docnum - offset]
+
+        # Runs of ties: each i with tied[i] joins order[i + 1] to order[i]'s run.
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], tied.astype(np.int8), [0]))))
+        for first, last in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+            run = order[first : last + 1].tolist()  # in document order already
+            order[first : last + 1] = sorted(run, key=title)
     title_rank = np.empty(doc_count, dtype=np.int32)
-    title_rank[sorted(range(doc_count), key=title_keys.__getitem__)] = np.arange(doc_count)
+    title_rank[order] = np.arange(doc_count, dtype=np.int32)
     return title_rank
 
 
@@ -541,15 +666,6 @@ def _segment_id(leaf: IndexReader) -> Hashable:
     return segment.segment_id() if segment is not None else id(leaf)
 
 
-def _column_bytes(reader: IndexReader, name: str) -> list[bytes]:
-    """Every document's value of a bytes column (deleted documents too), segment by segment."""
-    values: list[bytes] = []
-    for leaf, _ in reader.leaf_readers():
-        if leaf.doc_count_all():  # an empty index's reader has no columns at all
-            values.extend(leaf_column_bytes(leaf, name))
-    return values
-
-
 def leaf_column_bytes(leaf: IndexReader, name: str) -> list[bytes]:
     """One segment's values of a bytes column, read in one piece where the column is Whoosh's
     VarBytesColumn, else value by value."""
@@ -560,11 +676,6 @@ def leaf_column_bytes(leaf: IndexReader, name: str) -> list[bytes]:
     ends = starts + np.asarray(column._lengths, dtype=np.int64)
     data = column._dbfile.get(column._basepos, int(ends.max()) if len(ends) else 0)
     return [data[start:end] for start, end in zip(starts.tolist(), ends.tolist(), strict=True)]
-
-
-def _column_texts(reader: IndexReader, name: str) -> list[str]:
-    """Every document's value of a text column kept as UTF-8 bytes (an ID field's)."""
-    return [value.decode("utf-8") for value in _column_bytes(reader, name)]
 
 
 def disjunctive_counts(

@@ -17,20 +17,30 @@ from __future__ import annotations
 import io
 import json
 import logging
+import mmap
 import operator
+import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast, overload
+from typing import IO, Any, TypeVar, cast, overload
 
 import numpy as np
+from isal import isal_zlib
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueColumn
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueColumn, ValueMajor
 from searchsvc.backends.whoosh.accel.snapshot_postings import reader_signature
 from searchsvc.backends.whoosh.documents import PACKED_FACETS
 
 # Bump when the layout of the arrays changes: files of another format are not loaded.
 FORMAT_VERSION = 1
+# Arrays of saved states start at multiples of this many bytes in their file (npz_bytes).
+_ALIGN = 64
+_LOCAL_HEADER = 30  # bytes of a zip local file header before its name
+_PADDING_ID = (0xD935).to_bytes(2, "little")  # zipalign's extra field
+_NPY_HEADER_MAX = 65_536 + 16
+# The subject facets whose columns (all categories, not primary only) a saved table carries.
+DERIVED_SAVED = ("category", "subject")
 # Facet values never hold control characters (documents.py splits the packed column on this one).
 _VALUE_SEP = "\x1f"
 
@@ -59,19 +69,142 @@ def facet_arrays_bytes(reader: IndexReader, table: FacetTable | None = None) -> 
         "title_rank": table.title_rank,
     }
     for name in PACKED_FACETS:
-        column = table.columns[name]
-        joined = _VALUE_SEP.join(column.values)
-        if column.values and joined.count(_VALUE_SEP) != len(column.values) - 1:
-            raise ValueError(f"a {name} facet value contains the separator {_VALUE_SEP!r}")
-        arrays[f"{name}.values"] = text_array(joined)
-        lengths = np.fromiter((len(v) for v in column.values), np.int64, len(column.values))
-        arrays[f"{name}.value_ends"] = np.cumsum(lengths + 1) - 1
-        arrays[f"{name}.entry_doc"] = column.entry_doc
-        arrays[f"{name}.entry_value"] = column.entry_value
-        arrays[f"{name}.totals"] = column.totals
+        _put_column(arrays, name, table.columns[name])
+    # What a first faceted search would otherwise compute in each new process (most of a
+    # cold start at a million records): the subject facets' columns, derived from the stored
+    # categories by the taxonomy (kept with the mapping it gave, so that a process with
+    # another taxonomy derives them again), and each column's entries grouped by value.
+    for facet in DERIVED_SAVED:
+        _put_column(arrays, f"derived.{facet}", table.column(facet))
+        mapping = json.dumps(table.derived_mapping(facet))
+        arrays[f"derived.{facet}.mapping"] = text_array(mapping)
+    return npz_bytes(arrays)
+
+
+def _put_column(arrays: dict[str, Any], name: str, column: ValueColumn) -> None:
+    joined = _VALUE_SEP.join(column.values)
+    if column.values and joined.count(_VALUE_SEP) != len(column.values) - 1:
+        raise ValueError(f"a {name} facet value contains the separator {_VALUE_SEP!r}")
+    arrays[f"{name}.values"] = text_array(joined)
+    lengths = np.fromiter((len(v) for v in column.values), np.int64, len(column.values))
+    arrays[f"{name}.value_ends"] = np.cumsum(lengths + 1) - 1
+    arrays[f"{name}.entry_doc"] = column.entry_doc
+    arrays[f"{name}.entry_value"] = column.entry_value
+    arrays[f"{name}.totals"] = column.totals
+    major = column.value_major()
+    arrays[f"{name}.major.ordinals"] = major.ordinals.astype(np.int64)
+    arrays[f"{name}.major.rising"] = major.rising.astype(np.int64)
+    arrays[f"{name}.major.starts"] = major.starts.astype(np.int64)
+    arrays[f"{name}.major.docs"] = major.docs.astype(np.int64)
+    arrays[f"{name}.major.complete"] = np.array([major.complete])
+
+
+def _get_column(saved, name: str) -> ValueColumn:
+    text, ends = array_text(saved[f"{name}.values"]), saved[f"{name}.value_ends"]
+    if not _offsets_fit(text, ends):
+        raise ValueError(f"the {name} value offsets do not fit the values")
+    column = ValueColumn(
+        PackedValues(text, ends),
+        saved[f"{name}.entry_doc"],
+        saved[f"{name}.entry_value"],
+        saved[f"{name}.totals"],
+    )
+    if f"{name}.major.docs" in saved:
+        major = ValueMajor(
+            saved[f"{name}.major.ordinals"].astype(np.intp, copy=False),
+            saved[f"{name}.major.rising"],
+            saved[f"{name}.major.starts"],
+            saved[f"{name}.major.docs"].astype(np.intp, copy=False),
+            bool(saved[f"{name}.major.complete"][0]),
+        )
+        if not _major_fits(major, column):
+            raise ValueError(f"the {name} values' grouping does not fit its entries")
+        column._by_total = major
+    return column
+
+
+def _major_fits(major: ValueMajor, column: ValueColumn) -> bool:
+    """A cheap guard, as `_consistent`: the grouping's arrays fit together and the column."""
+    held = len(major.ordinals)
+    return (
+        major.rising.shape == (held,)
+        and major.starts.shape == (held + 1,)
+        and major.docs.ndim == 1
+        and (not held or (major.ordinals.min() >= 0 and major.ordinals.max() < len(column.values)))
+        and int(major.starts[0]) == 0
+        and int(major.starts[-1]) == len(major.docs)
+        and bool(np.all(np.diff(major.starts) >= 0))
+        and (
+            not len(major.docs)
+            or (major.docs.min() >= 0 and major.docs.max() < _docs_bound(column))
+        )
+    )
+
+
+def _docs_bound(column: ValueColumn) -> int:
+    return int(column.entry_doc.max()) + 1 if len(column.entry_doc) else 0
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """`arrays` as an uncompressed .npz (np.load reads it) whose every array's data starts at
+    a multiple of _ALIGN bytes in the file, so that `read_saved_state` maps it instead of
+    copying it: gunicorn's workers then share one copy in the page cache.
+
+    Each member's local zip header gets an extra field of padding (zipalign's id) that
+    brings the .npy it holds to the alignment; the .npy header pads its data to 64 bytes.
+    """
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            fixed = _LOCAL_HEADER + len(info.filename.encode("utf-8")) + 4  # + extra's own header
+            info.extra = _PADDING_ID + (-(buffer.tell() + fixed) % _ALIGN).to_bytes(2, "little")
+            info.extra += bytes(int.from_bytes(info.extra[2:], "little"))
+            archive.writestr(info, member.getvalue())
     return buffer.getvalue()
+
+
+def mapped_npz(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an .npz written by `npz_bytes`, as read-only views of a memory map of
+    it (shared with every process that maps the file), each member's CRC checked; ValueError
+    for anything else."""
+    with open(path, "rb") as handle:
+        buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    arrays = {}
+    with zipfile.ZipFile(cast("IO[bytes]", buffer)) as archive:
+        for info in archive.infolist():
+            if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
+                raise ValueError(f"{info.filename} is not a stored .npy")
+            at = info.header_offset
+            if buffer[at : at + 4] != b"PK\x03\x04":
+                raise ValueError(f"no local header for {info.filename}")
+            name_length = int.from_bytes(buffer[at + 26 : at + 28], "little")
+            extra_length = int.from_bytes(buffer[at + 28 : at + 30], "little")
+            start = at + _LOCAL_HEADER + name_length + extra_length
+            member = io.BytesIO(buffer[start : start + min(info.file_size, _NPY_HEADER_MAX)])
+            version = np.lib.format.read_magic(member)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+            else:
+                raise ValueError(f"{info.filename}: .npy format {version}")
+            offset = start + member.tell()
+            count = int(np.prod(shape, dtype=np.int64))
+            if fortran or dtype.hasobject or offset % _ALIGN:
+                raise ValueError(f"{info.filename} cannot be mapped")
+            if offset + count * dtype.itemsize > start + info.file_size:
+                raise ValueError(f"{info.filename} is truncated")
+            # np.load checks each member's CRC; so does this, without copying (ISA-L's CRC
+            # reads some 20 GB/s: milliseconds for a million records' arrays).
+            with memoryview(buffer)[start : start + info.file_size] as data:
+                if isal_zlib.crc32(data) != info.CRC:
+                    raise ValueError(f"{info.filename} fails its CRC check")
+            array = np.frombuffer(buffer, dtype=dtype, count=count, offset=offset)
+            arrays[info.filename.removesuffix(".npy")] = array.reshape(shape)
+    return arrays
 
 
 def load_facet_table(path: Path, reader: IndexReader) -> FacetTable | None:
@@ -94,15 +227,33 @@ def read_saved_state(
     never "fail the request".
     """
     try:
-        with np.load(path, allow_pickle=False) as saved:
-            if json.loads(array_text(saved["signature"])) != state_signature(reader):
-                return None
-            return read(saved)
+        saved = _SavedArrays(path)
+        if json.loads(array_text(saved["signature"])) != state_signature(reader):
+            return None
+        return read(saved)
     except FileNotFoundError:
         return None
     except Exception as exc:
         log.warning("ignoring unreadable %s %s: %r", what, path, exc)
         return None
+
+
+class _SavedArrays(dict[str, np.ndarray]):
+    """A saved state's arrays: mapped (`mapped_npz`), or read into memory from a file that
+    cannot be mapped (written before files were aligned)."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            super().__init__(mapped_npz(path))
+        except (ValueError, zipfile.BadZipFile, BufferError, OSError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            with np.load(path, allow_pickle=False) as saved:
+                super().__init__({name: saved[name] for name in saved.files})
+
+    @property
+    def files(self) -> list[str]:
+        return list(self)
 
 
 def facet_table_for(path: Path, reader: IndexReader) -> FacetTable:
@@ -147,19 +298,13 @@ class PackedValues(Sequence[str]):
 
 def _table_from(saved) -> FacetTable:
     live = saved["live"]
-    columns = {}
-    for name in PACKED_FACETS:
-        text, ends = array_text(saved[f"{name}.values"]), saved[f"{name}.value_ends"]
-        if not _offsets_fit(text, ends):
-            raise ValueError(f"the {name} value offsets do not fit the values")
-        values = PackedValues(text, ends)
-        columns[name] = ValueColumn(
-            values,
-            saved[f"{name}.entry_doc"],
-            saved[f"{name}.entry_value"],
-            saved[f"{name}.totals"],
-        )
-    return FacetTable(len(live), live, saved["year"], saved["title_rank"], columns)
+    columns = {name: _get_column(saved, name) for name in PACKED_FACETS}
+    table = FacetTable(len(live), live, saved["year"], saved["title_rank"], columns)
+    for facet in DERIVED_SAVED:
+        if f"derived.{facet}.mapping" in saved:
+            mapping = json.loads(array_text(saved[f"derived.{facet}.mapping"]))
+            table.seed_derived(facet, _get_column(saved, f"derived.{facet}"), mapping)
+    return table
 
 
 def _consistent(table: FacetTable, count: int) -> bool:
@@ -170,7 +315,7 @@ def _consistent(table: FacetTable, count: int) -> bool:
         return False
     if not _integers(table.year) or not _integers(table.title_rank):
         return False
-    for column in table.columns.values():
+    for column in table.held_columns():
         docs, values = column.entry_doc, column.entry_value
         if docs.ndim != 1 or values.shape != docs.shape or column.totals.ndim != 1:
             return False

@@ -10,16 +10,15 @@ or one that does not load cleanly only means the terms are read from the index a
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.accel.facet_table_file import (
     array_text,
+    npz_bytes,
     read_saved_state,
     state_signature,
     text_array,
@@ -44,9 +43,7 @@ def lexicons_bytes(reader: IndexReader) -> bytes:
         if terms and joined.count(_SEPARATOR) != len(terms) - 1:
             continue  # a term holds the separator: this field is read from the index instead
         arrays[field] = text_array(joined)
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
+    return npz_bytes(arrays)
 
 
 def saved_fields(reader: IndexReader) -> list[str]:
