@@ -155,6 +155,8 @@ def measure_size(size: int, args: argparse.Namespace, queries: Path) -> dict:
         log(f"{label}: reusing {index_dir}")
     else:
         row["build"] = build(corpus, index_dir, size, args)
+        # Saved at once: searching a large index takes long, and --skip-build reuses this.
+        save_result({**row, "search": None})
     row["build_index_mb"] = live_size(index_dir) / 1e6
     row["disk"] = disk_parts(index_dir)
     row["search"] = search(index_dir, queries, args)
@@ -494,7 +496,9 @@ def _workers_cell(figures: dict | None) -> str:
 
 
 def print_table(results: dict[str, dict], sizes: list[int] | None) -> None:
-    rows = sorted(results.values(), key=lambda row: row["size"])
+    rows = sorted(
+        (row for row in results.values() if row.get("search")), key=lambda row: row["size"]
+    )
     if sizes is not None:
         rows = [row for row in rows if row["size"] in sizes]
     if not rows:

@@ -34,11 +34,11 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 from whoosh import index as whoosh_index
 from whoosh.index import Index
@@ -47,7 +47,7 @@ from searchsvc.backends.contract import CheckedPart, Damage
 from searchsvc.backends.vectors import VECTORS_METADATA
 from searchsvc.backends.whoosh import integrity
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable
-from searchsvc.backends.whoosh.accel.facet_table_file import facet_arrays_bytes, load_facet_table
+from searchsvc.backends.whoosh.accel.facet_table_file import load_facet_table, write_facet_arrays
 from searchsvc.backends.whoosh.accel.lexicon_file import lexicons_bytes
 from searchsvc.backends.whoosh.accel.posting_arrays_file import (
     remove_leftover_files,
@@ -393,14 +393,18 @@ def _save_state_files(index: Index, generation: Path, previous: PreviousTable | 
     # new segments are read.
     with index.reader() as reader:
         table = None if previous is None else FacetTable.updated(*previous, reader)
-        contents = (
-            (FACET_ARRAYS, lambda: facet_arrays_bytes(reader, table)),
-            (LEXICONS, lambda: lexicons_bytes(reader)),
+
+        def write_lexicons(handle: BinaryIO) -> None:
+            handle.write(lexicons_bytes(reader))
+
+        contents: tuple[tuple[str, Callable[[BinaryIO], None]], ...] = (
+            (FACET_ARRAYS, lambda handle: write_facet_arrays(handle, reader, table)),
+            (LEXICONS, write_lexicons),
         )
         for name, content in contents:
             for leftover in generation.glob(f".{name}.*.tmp"):
                 leftover.unlink()  # from a writer killed mid-write (we hold the lock: none runs)
-            _write_atomically(generation / name, content())
+            _write_atomically(generation / name, content)
 
 
 def _write_vector_graphs(index: Index, metadata: dict[str, Any]) -> None:
@@ -462,15 +466,22 @@ def _words(exc: Exception, path: Path) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _write_atomically(path: Path, content: str | bytes) -> None:
-    """Write a file so readers see the old or the new content, never a partial one."""
-    data = content.encode("utf-8") if isinstance(content, str) else content
+def _write_atomically(path: Path, content: str | bytes | Callable[[BinaryIO], None]) -> None:
+    """Write a file so readers see the old or the new content, never a partial one; `content`
+    may be a function that writes it to the file it is given (a large file is then never
+    whole in memory)."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as handle:
+            if callable(content):
+                content(handle)
+            else:
+                handle.write(content.encode("utf-8") if isinstance(content, str) else content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
     directory = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(directory)

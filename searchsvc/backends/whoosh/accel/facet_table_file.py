@@ -20,9 +20,9 @@ import logging
 import mmap
 import operator
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, TypeVar, cast, overload
+from typing import IO, Any, BinaryIO, TypeVar, cast, overload
 
 import numpy as np
 from isal import isal_zlib
@@ -58,45 +58,54 @@ def state_signature(reader: IndexReader) -> dict[str, Any]:
     }
 
 
-def facet_arrays_bytes(reader: IndexReader, table: FacetTable | None = None) -> bytes:
-    """The saved form of the FacetTable of `reader`'s index state (an uncompressed .npz);
-    `table` when the caller has it already, else built."""
+def write_facet_arrays(
+    handle: BinaryIO, reader: IndexReader, table: FacetTable | None = None
+) -> None:
+    """Write the saved form of the FacetTable of `reader`'s index state (an uncompressed .npz)
+    to `handle`; `table` when the caller has it already, else built."""
     table = FacetTable.build(reader) if table is None else table
-    arrays: dict[str, Any] = {
-        "signature": text_array(json.dumps(state_signature(reader), sort_keys=True)),
-        "live": table.live,
-        "year": table.year,
-        "title_rank": table.title_rank,
-    }
+    write_npz(handle, _table_arrays(table, reader))
+
+
+def _table_arrays(table: FacetTable, reader: IndexReader) -> Iterator[tuple[str, np.ndarray]]:
+    """The arrays of the saved form, made one column at a time (what is made for a column is
+    dropped once written: at five million records each column's grouping is 100-200 MB)."""
+    yield "signature", text_array(json.dumps(state_signature(reader), sort_keys=True))
+    yield "live", table.live
+    yield "year", table.year
+    yield "title_rank", table.title_rank
     for name in PACKED_FACETS:
-        _put_column(arrays, name, table.columns[name])
+        yield from _column_arrays(name, table.columns[name])
     # What a first faceted search would otherwise compute in each new process (most of a
     # cold start at a million records): the subject facets' columns, derived from the stored
     # categories by the taxonomy (kept with the mapping it gave, so that a process with
     # another taxonomy derives them again), and each column's entries grouped by value.
     for facet in DERIVED_SAVED:
-        _put_column(arrays, f"derived.{facet}", table.column(facet))
-        mapping = json.dumps(table.derived_mapping(facet))
-        arrays[f"derived.{facet}.mapping"] = text_array(mapping)
-    return npz_bytes(arrays)
+        yield from _column_arrays(f"derived.{facet}", table.column(facet))
+        yield f"derived.{facet}.mapping", text_array(json.dumps(table.derived_mapping(facet)))
+        table.forget_derived(facet)
 
 
-def _put_column(arrays: dict[str, Any], name: str, column: ValueColumn) -> None:
+def _column_arrays(name: str, column: ValueColumn) -> Iterator[tuple[str, np.ndarray]]:
     joined = _VALUE_SEP.join(column.values)
     if column.values and joined.count(_VALUE_SEP) != len(column.values) - 1:
         raise ValueError(f"a {name} facet value contains the separator {_VALUE_SEP!r}")
-    arrays[f"{name}.values"] = text_array(joined)
+    yield f"{name}.values", text_array(joined)
+    del joined
     lengths = np.fromiter((len(v) for v in column.values), np.int64, len(column.values))
-    arrays[f"{name}.value_ends"] = np.cumsum(lengths + 1) - 1
-    arrays[f"{name}.entry_doc"] = column.entry_doc
-    arrays[f"{name}.entry_value"] = column.entry_value
-    arrays[f"{name}.totals"] = column.totals
+    yield f"{name}.value_ends", np.cumsum(lengths + 1) - 1
+    yield f"{name}.entry_doc", column.entry_doc
+    yield f"{name}.entry_value", column.entry_value
+    yield f"{name}.totals", column.totals
+    had_grouping = column._by_total is not None
     major = column.value_major()
-    arrays[f"{name}.major.ordinals"] = major.ordinals.astype(np.int64)
-    arrays[f"{name}.major.rising"] = major.rising.astype(np.int64)
-    arrays[f"{name}.major.starts"] = major.starts.astype(np.int64)
-    arrays[f"{name}.major.docs"] = major.docs.astype(np.int64)
-    arrays[f"{name}.major.complete"] = np.array([major.complete])
+    yield f"{name}.major.ordinals", major.ordinals.astype(np.int64)
+    yield f"{name}.major.rising", major.rising.astype(np.int64)
+    yield f"{name}.major.starts", major.starts.astype(np.int64)
+    yield f"{name}.major.docs", major.docs.astype(np.int64)
+    yield f"{name}.major.complete", np.array([major.complete])
+    if not had_grouping:
+        column._by_total = None
 
 
 def _get_column(saved, name: str) -> ValueColumn:
@@ -146,24 +155,41 @@ def _docs_bound(column: ValueColumn) -> int:
 
 
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """`arrays` as an uncompressed .npz (np.load reads it) whose every array's data starts at
-    a multiple of _ALIGN bytes in the file, so that `read_saved_state` maps it instead of
-    copying it: gunicorn's workers then share one copy in the page cache.
+    """`write_npz` into memory."""
+    buffer = io.BytesIO()
+    write_npz(buffer, arrays)
+    return buffer.getvalue()
+
+
+def write_npz(
+    handle: BinaryIO, arrays: dict[str, np.ndarray] | Iterable[tuple[str, np.ndarray]]
+) -> None:
+    """Write `arrays` (a dict, or pairs made as they are written) to `handle`, at its start,
+    as an uncompressed .npz (np.load reads it) whose every array's data starts at a multiple
+    of _ALIGN bytes in the file, so that `read_saved_state` maps it instead of copying it:
+    gunicorn's workers then share one copy in the page cache. Arrays are streamed into the
+    file, never copied whole.
 
     Each member's local zip header gets an extra field of padding (zipalign's id) that
     brings the .npy it holds to the alignment; the .npy header pads its data to 64 bytes.
     """
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name, array in arrays.items():
-            member = io.BytesIO()
-            np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+    pairs = arrays.items() if isinstance(arrays, dict) else arrays
+    with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, array in pairs:
+            array = np.ascontiguousarray(array)
+            header = io.BytesIO()
+            np.lib.format.write_array_header_1_0(
+                header, np.lib.format.header_data_from_array_1_0(array)
+            )
             info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.file_size = header.tell() + array.nbytes
             fixed = _LOCAL_HEADER + len(info.filename.encode("utf-8")) + 4  # + extra's own header
-            info.extra = _PADDING_ID + (-(buffer.tell() + fixed) % _ALIGN).to_bytes(2, "little")
-            info.extra += bytes(int.from_bytes(info.extra[2:], "little"))
-            archive.writestr(info, member.getvalue())
-    return buffer.getvalue()
+            padding = -(handle.tell() + fixed) % _ALIGN
+            info.extra = _PADDING_ID + padding.to_bytes(2, "little") + bytes(padding)
+            with archive.open(info, "w") as member:
+                member.write(header.getvalue())
+                if array.nbytes:
+                    member.write(array.reshape(-1).view(np.uint8).data)
 
 
 def mapped_npz(path: Path) -> dict[str, np.ndarray]:
@@ -309,7 +335,7 @@ def _table_from(saved) -> FacetTable:
 
 def _consistent(table: FacetTable, count: int) -> bool:
     """Whether the arrays fit together and `count` documents (lengths, dtypes, ranges): a cheap
-    guard against a file that loads but was not written by `facet_arrays_bytes`."""
+    guard against a file that loads but was not written by `write_facet_arrays`."""
     per_document = (table.live, table.year, table.title_rank)
     if any(array.shape != (count,) for array in per_document) or table.live.dtype != np.bool_:
         return False
