@@ -37,6 +37,9 @@ from benchmarks.bench_http import free_port, start_gunicorn, stop_gunicorn
 from benchmarks.common import format_table, log
 
 FACETS = ("author", "year", "category")
+# How long the workers are left idle before their memory is read (the figures right after the
+# last answer are kept too, as `workers_busy`).
+IDLE_SECONDS = 2.5
 _COLUMNS = ("rss_mb", "pss_mb", "uss_mb", "uss_anonymous_mb", "uss_file_mb", "file_mb")
 _SMAPS_FIELD = re.compile(r"^(\w+):\s+(\d+) kB$")
 # Compound-file members and files by what they hold.
@@ -192,7 +195,14 @@ def worker_memory(index_dir: Path, texts: list[str], workers: int = 2) -> dict:
             errors = _send_all(port, texts, workers)
             seconds = time.perf_counter() - started
             pids = children(server.pid)
-            figures = {"workers": [smaps(pid) for pid in pids], "master": smaps(server.pid)}
+            busy = [smaps(pid) for pid in pids]
+            # A worker idle for a second gives back what its searches freed (serving/worker.py).
+            time.sleep(IDLE_SECONDS)
+            figures = {
+                "workers": [smaps(pid) for pid in pids],
+                "workers_busy": busy,
+                "master": smaps(server.pid),
+            }
         finally:
             stop_gunicorn(server)
     figures.update(queries=len(texts), errors=errors, seconds=seconds)
@@ -224,12 +234,14 @@ def _send_all(port: int, texts: list[str], clients: int) -> int:
 
 
 def print_workers(figures: dict) -> None:
-    named = [(f"worker {n + 1}", w) for n, w in enumerate(figures["workers"])]
+    named = [(f"worker {n + 1}, busy", w) for n, w in enumerate(figures.get("workers_busy", []))]
+    named += [(f"worker {n + 1}, idle", w) for n, w in enumerate(figures["workers"])]
     named.append(("master", figures["master"]))
     rows = [[name, *(f"{one.get(key, 0):,.0f}" for key in _COLUMNS)] for name, one in named]
     print(
         f"\nServing memory after {figures['queries']} mode (c) queries over HTTP "
-        f"({figures['errors']} errors, {figures['seconds']:.0f} s)\n"
+        f"({figures['errors']} errors, {figures['seconds']:.0f} s): right after the last answer"
+        f" (busy) and after {IDLE_SECONDS} s without a request (idle)\n"
     )
     headers = ["process", "RSS MB", "PSS MB", "USS MB", "of it anonymous", "of it file pages"]
     print(format_table([*headers, "file-backed RSS MB"], rows))
