@@ -178,10 +178,7 @@ class RecordSpill(Sequence[Record]):
     @overload
     def __getitem__(self, index: slice) -> SpillView: ...
     def __getitem__(self, index: int | slice) -> Record | SpillView:
-        positions = self._sealed()
-        if isinstance(index, slice):
-            return SpillView(self, positions[index])
-        return next(self._records(positions[index : index + 1 or None]))
+        return SpillView(self, self._sealed())[index]
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -215,7 +212,8 @@ class SpillView(Sequence[Record]):
     def __getitem__(self, index: int | slice) -> Record | SpillView:
         if isinstance(index, slice):
             return SpillView(self._spill, self._positions[index])
-        return next(self._spill._records(self._positions[index : index + 1 or None]))
+        # One position (IndexError past either end, as a list's).
+        return next(self._spill._records(self._positions[[index]]))
 
 
 def _shared(hashes: np.ndarray) -> np.ndarray:

@@ -73,6 +73,10 @@ def test_slices_read_lazily_across_blocks():
         assert list(share[2:4]) == records[BLOCK_RECORDS - 1 : BLOCK_RECORDS + 1]
         assert spill[-1] == records[-1]
         assert share[0] == records[BLOCK_RECORDS - 3]
+        with pytest.raises(IndexError):
+            spill[len(records)]
+        with pytest.raises(IndexError):
+            share[-len(share) - 1]
 
 
 def test_a_spill_leaves_no_file_behind(tmp_path):
