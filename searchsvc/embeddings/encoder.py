@@ -111,6 +111,11 @@ class Encoder:
                 self._queries.popitem(last=False)
         return vector
 
+    def forget_queries(self) -> None:
+        """Empty the cache of query vectors (benchmarks time a query's embedding with it)."""
+        with self._query_lock:
+            self._queries.clear()
+
     def embed_records(
         self, records: Sequence[Record], on_embedded: OnEmbedded | None = None
     ) -> np.ndarray:
