@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueColumn
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.store import IndexDirectory, version_token
 from searchsvc.facets import FACET_NAMES
-from searchsvc.query import FacetValue, IndexStats
+from searchsvc.query import IndexStats
 
 
 def index_stats(
@@ -30,7 +30,8 @@ def index_stats(
     columns = {facet: table.column(facet) for facet in FACET_NAMES}
     return IndexStats(
         documents=reader.doc_count(),
-        facets={facet: top_values(column, top) for facet, column in columns.items()},
+        # Ties by value, so the order is stable.
+        facets={facet: column.top(column.totals, top) for facet, column in columns.items()},
         cardinalities={
             facet: int(np.count_nonzero(column.totals)) for facet, column in columns.items()
         },
@@ -40,16 +41,3 @@ def index_stats(
         index_dir=str(directory.root),
         size_bytes=directory.size_bytes(generation),
     )
-
-
-def top_values(column: ValueColumn, top: int) -> tuple[FacetValue, ...]:
-    """The `top` values with the most live documents, ties broken by value (ordinals are in
-    value order), so the order is stable."""
-    totals = np.asarray(column.totals)
-    present = np.flatnonzero(totals)
-    if len(present) > top:
-        # Only values counting at least the top-th largest total can be shown (ties included,
-        # so the value order below decides among them): no sort of every author.
-        threshold = np.partition(totals[present], len(present) - top)[len(present) - top]
-        present = present[totals[present] >= threshold]
-    return column.by_popularity(present, top)
