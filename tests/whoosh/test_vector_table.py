@@ -1,6 +1,6 @@
 """The exact scan's choice of the nearest records (accel/vector_table.py): the `count` allowed
 documents with vectors and the highest cosines, ties by document number, whatever the segments,
-the filters and the ties; and `best_positions`, the selection under it."""
+the filters and the ties; and `best_positions` (top_k.py), the selection under it."""
 
 from __future__ import annotations
 
@@ -10,11 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchsvc.backends.whoosh.accel.vector_table import (
-    SegmentVectors,
-    VectorTable,
-    best_positions,
-)
+from searchsvc.backends.whoosh.accel.top_k import best_positions
+from searchsvc.backends.whoosh.accel.vector_table import SegmentVectors, VectorTable
 from searchsvc.embeddings.scan import cosines
 
 DIMENSIONS = 384

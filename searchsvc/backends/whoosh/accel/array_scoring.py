@@ -34,6 +34,7 @@ from whoosh import query, scoring
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.accel.snapshot_postings import LENGTH_OF_BYTE, SnapshotArrays
+from searchsvc.backends.whoosh.accel.top_k import best_positions
 
 # (field, term text (bytes for a numeric term the parser encoded), boost)
 WeightedTerm = tuple[str, str | bytes, float]
@@ -359,11 +360,9 @@ def top(
     if k <= 0 or wanted <= 0 or not len(docnums):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     candidates = scores[docnums]
-    if len(docnums) > wanted:
-        # Keep everything scoring at least the wanted-th best score, ties included, so the
-        # exact order below decides ties by document number rather than argpartition's whim.
-        threshold = np.partition(candidates, len(candidates) - wanted)[len(candidates) - wanted]
-        keep = np.flatnonzero(candidates >= threshold)
-        docnums, candidates = docnums[keep], candidates[keep]
+    # Everything scoring at least the wanted-th best score, ties included, so the exact order
+    # below decides ties by document number rather than argpartition's whim.
+    keep = best_positions(candidates, wanted)
+    docnums, candidates = docnums[keep], candidates[keep]
     order = np.lexsort((docnums, -candidates))[offset:wanted]
     return docnums[order].astype(np.int64), candidates[order]

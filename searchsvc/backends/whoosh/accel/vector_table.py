@@ -26,6 +26,7 @@ from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.accel.facet_table import leaf_column_bytes
 from searchsvc.backends.whoosh.accel.posting_arrays_file import segment_folder
+from searchsvc.backends.whoosh.accel.top_k import best_positions
 from searchsvc.backends.whoosh.documents import VECTOR_COLUMN
 from searchsvc.embeddings import quantise
 from searchsvc.embeddings.ann import Graph, write_graph
@@ -131,28 +132,6 @@ class VectorTable:
         # order decides ties by document number.
         order = np.lexsort((candidates, -scores))[:count]
         return candidates[order], scores[order]
-
-
-# Every SAMPLE_STEP-th score is looked at first to bound the count-th best (best_positions).
-SAMPLE_STEP = 8
-
-
-def best_positions(scores: np.ndarray, count: int) -> np.ndarray:
-    """The positions of every score at least the `count`-th best (ties included: maybe more
-    than `count`), in position order; all of them when there are at most `count`."""
-    if len(scores) <= count:
-        return np.arange(len(scores))
-    # The count-th best of a sample is at most the count-th best of all (the sample's best are
-    # among all), so the scores at least it include the best `count`: a few times `count` of
-    # them, found with one comparison, where a partition of every score costs five times that.
-    sample = scores[::SAMPLE_STEP]
-    positions = np.arange(len(scores))
-    if len(sample) > count:
-        floor = np.partition(sample, len(sample) - count)[len(sample) - count]
-        positions = np.flatnonzero(scores >= floor)
-    chosen = scores[positions]
-    threshold = np.partition(chosen, len(chosen) - count)[len(chosen) - count]
-    return positions[chosen >= threshold]
 
 
 def segment_vectors(leaf, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
