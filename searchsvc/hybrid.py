@@ -25,6 +25,7 @@ Filters keep their exact meaning in every mode: no record outside F is ever retu
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping, Sequence
+from concurrent.futures import Future
 from typing import TypeVar
 
 MODES = ("lexical", "hybrid", "semantic")
@@ -37,6 +38,14 @@ FUSION_DEPTH = 100
 LEXICAL_WEIGHT = 0.3
 
 K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+def resolved(vector: V | Future[V]) -> V:
+    """The query's vector. The service hands engines a Future while the query is embedded
+    (Encoder.embed_query_soon), so that an engine matches the words first and waits here, at
+    the point it needs the vector; tests and other callers may pass the vector itself."""
+    return vector.result() if isinstance(vector, Future) else vector
 
 
 def fusion_depth(page: int, per_page: int) -> int:

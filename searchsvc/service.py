@@ -109,7 +109,8 @@ class SearchService:
         mode = self.mode_for(request)
         vector = None
         if mode != "lexical":
-            vector = shared_encoder(threads=1).embed_query(request.q)
+            # Embedded beside the engine's matching of the words; the engine waits for it.
+            vector = shared_encoder(threads=1).embed_query_soon(request.q)
         resolved = replace(request, mode=mode)
         # Lexical requests reach the engine as before vectors existed (an engine of another
         # package may not take a vector).

@@ -4,7 +4,9 @@ tests/contract/test_modes.py)."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -62,6 +64,29 @@ def test_a_query_asked_again_is_not_embedded_again():
     again = encoder.embed_query("cache replacement policies for key-value stores")
     assert again is first and not first.flags.writeable  # shared: nobody may change it
     assert np.allclose(first, encoder.embed(["cache replacement policies for key-value stores"])[0])
+
+
+def test_a_query_is_embedded_on_another_thread_while_the_search_goes_on():
+    encoder = shared_encoder()
+    text = "load balancing for stream processing"
+    encoder.forget_queries()
+    pending = encoder.embed_query_soon(text)
+    vector = pending.result(timeout=60)
+    assert np.array_equal(vector, encoder.embed([text])[0])
+    # Now cached: the next search's vector is there at once, the very same array.
+    again = encoder.embed_query_soon(text)
+    assert again.done() and again.result() is vector
+
+
+def test_a_forked_worker_starts_its_own_embedding_threads():
+    encoder_module = importlib.import_module("searchsvc.embeddings.encoder")
+    shared_encoder().embed_query_soon("parent").result(timeout=60)
+    assert encoder_module._pool is not None
+    child = os.fork()
+    if child == 0:  # gunicorn's workers are forked: the parent's threads are not there
+        os._exit(0 if encoder_module._pool is None else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_quantised_vectors_keep_the_cosine():

@@ -97,8 +97,9 @@ class SearchBackend(abc.ABC):
     def search(self, request: SearchRequest, vector: Any = None) -> SearchResult:
         """One page of ranked, filtered, faceted and highlighted hits, with exact counts.
 
-        `vector` (a unit float32 numpy vector of the query, from searchsvc.embeddings) comes
-        with requests whose mode is hybrid or semantic; hybrid.py says what each mode returns.
+        `vector` (a unit float32 numpy vector of the query, from searchsvc.embeddings, or a
+        Future of it: `hybrid.resolved` waits for it) comes with requests whose mode is hybrid
+        or semantic; hybrid.py says what each mode returns.
         """
 
     def vector_model(self) -> str | None:

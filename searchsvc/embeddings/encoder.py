@@ -13,6 +13,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -28,6 +29,9 @@ BATCH_SIZE = 32
 QUERY_CACHE_SIZE = 1024
 # Callback told how many more texts were embedded (drives a progress bar).
 OnEmbedded = Callable[[int], None]
+# Threads embedding queries beside the searches that asked for them (`embed_query_soon`): a
+# gunicorn sync worker serves one search at a time; the Python API may search from a few threads.
+QUERY_THREADS = 4
 
 
 def document_text(record: Record) -> str:
@@ -75,21 +79,11 @@ class Encoder:
         result = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return result
-        with self._lock:
-            encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        pieces = self._word_pieces(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(pieces[i]))
         for start in range(0, len(order), BATCH_SIZE):
             batch = order[start : start + BATCH_SIZE]
-            width = max(len(encodings[i].ids) for i in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, i in enumerate(batch):
-                tokens = encodings[i].ids
-                ids[row, : len(tokens)] = tokens
-                mask[row, : len(tokens)] = 1
-            pooled = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            result[batch] = pooled / np.maximum(norms, 1e-12)
+            result[batch] = self._run(_model_inputs([pieces[i] for i in batch]))
             if on_embedded is not None:
                 on_embedded(len(batch))
         return result
@@ -98,18 +92,59 @@ class Encoder:
         """One query's unit vector (read-only). The last QUERY_CACHE_SIZE queries' vectors are
         kept: the next page of a search, a facet ticked, the page's second search for its
         subject counts all ask for the same query again."""
-        with self._query_lock:
-            cached = self._queries.get(text)
-            if cached is not None:
-                self._queries.move_to_end(text)
-                return cached
-        vector = self.embed([text])[0]
+        cached = self._cached_query(text)
+        if cached is not None:
+            return cached
+        return self._remember(text, self.embed([text])[0])
+
+    def embed_query_soon(self, text: str) -> Future[np.ndarray]:
+        """`embed_query` on another thread: a hybrid search matches the query's words while
+        onnxruntime makes its vector, and the engine waits for the vector only when it needs
+        it (hybrid.resolved). A cached vector comes at once."""
+        cached = self._cached_query(text)
+        if cached is not None:
+            ready: Future[np.ndarray] = Future()
+            ready.set_result(cached)
+            return ready
+        inputs = _model_inputs(self._word_pieces([text]))
+        running = threading.Event()
+
+        def embed() -> np.ndarray:
+            running.set()
+            return self._remember(text, self._run(inputs)[0])
+
+        pending = _query_pool().submit(embed)
+        # Onnxruntime lets go of the GIL while it runs, but its thread needs the GIL to get
+        # there, and a caller busy in Python yields it only every 5 ms (sys.getswitchinterval),
+        # far longer than the embedding. Waiting until the thread is about to run hands the GIL
+        # over at the right moment; it comes back when onnxruntime starts.
+        running.wait()
+        return pending
+
+    def _word_pieces(self, texts: Sequence[str]) -> list[list[int]]:
+        with self._lock:
+            return [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
+
+    def _run(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """Unit vectors of one batch of model inputs."""
+        pooled = self._session.run(None, inputs)[0]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.maximum(norms, 1e-12)
+
+    def _remember(self, text: str, vector: np.ndarray) -> np.ndarray:
         vector.flags.writeable = False  # shared by every caller of the cache
         with self._query_lock:
             self._queries[text] = vector
             if len(self._queries) > QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)
         return vector
+
+    def _cached_query(self, text: str) -> np.ndarray | None:
+        with self._query_lock:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+            return cached
 
     def forget_queries(self) -> None:
         """Empty the cache of query vectors (benchmarks time a query's embedding with it)."""
@@ -123,8 +158,38 @@ class Encoder:
         return quantise(self.embed([document_text(r) for r in records], on_embedded))
 
 
+def _model_inputs(pieces: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
+    """The word pieces of a batch of texts, padded to the longest, with the attention mask."""
+    width = max(len(ids) for ids in pieces)
+    ids = np.zeros((len(pieces), width), dtype=np.int64)
+    mask = np.zeros((len(pieces), width), dtype=np.int64)
+    for row, tokens in enumerate(pieces):
+        ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    return {"input_ids": ids, "attention_mask": mask}
+
+
 _shared: dict[str, Encoder] = {}
 _shared_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _query_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(QUERY_THREADS, thread_name_prefix="embed-query")
+        return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    # A forked child (a gunicorn worker) has none of its parent's threads: it starts its own.
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def shared_encoder(threads: int | None = None) -> Encoder:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import replace
 
 import numpy as np
@@ -20,7 +22,7 @@ import pytest
 
 from searchsvc.backends import SearchBackend, open_backend
 from searchsvc.embeddings import quantise, shared_encoder
-from searchsvc.errors import ModeUnavailable
+from searchsvc.errors import ModelUnavailable, ModeUnavailable
 from searchsvc.hybrid import SEMANTIC_DEPTH
 from searchsvc.query import MAX_PER_PAGE, SearchRequest
 from searchsvc.records import Record
@@ -212,6 +214,26 @@ def test_a_query_of_every_record_is_listed_as_in_lexical_mode(
     assert result.total == len(kaggle_records)
     lexical = vector_backend.search(replace(request, mode="lexical"))
     assert hit_ids(result) == hit_ids(lexical)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+def test_a_vector_still_being_embedded_gives_the_answer_of_the_vector(
+    vector_backend, encoder, mode
+):
+    # The service hands engines a Future of the query's vector (embedded beside the search).
+    request = SearchRequest(q="spin glasses", mode=mode, filters={"year": (2007, 2008)})
+    vector = encoder.embed_query(request.q)
+    pending: Future[np.ndarray] = Future()
+    threading.Timer(0.05, pending.set_result, (vector,)).start()
+    waited = vector_backend.search(request, pending)
+    assert replace(waited, took_ms=0) == replace(vector_backend.search(request, vector), took_ms=0)
+
+
+def test_a_failed_embedding_fails_the_search_with_its_error(vector_backend):
+    failed: Future[np.ndarray] = Future()
+    failed.set_exception(ModelUnavailable("the embedding model is not installed"))
+    with pytest.raises(ModelUnavailable):
+        vector_backend.search(SearchRequest(q="spin glasses", mode="hybrid"), failed)
 
 
 def test_similar_records_are_the_nearest_vectors(vector_backend, kaggle_records, record_vectors):

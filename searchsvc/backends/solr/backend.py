@@ -7,6 +7,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,6 +45,7 @@ from searchsvc.backends.vectors import (
 from searchsvc.embeddings import shared_encoder
 from searchsvc.errors import IndexUnavailable, ModelUnavailable
 from searchsvc.facets import facet_named
+from searchsvc.hybrid import resolved
 from searchsvc.query import (
     MAX_FACET_SIZE,
     MAX_PER_PAGE,
@@ -93,7 +95,9 @@ class SolrBackend(SearchBackend):
         return cls(parse_location(url))
 
     # -- read side ---------------------------------------------------------------------------
-    def search(self, request: SearchRequest, vector: np.ndarray | None = None) -> SearchResult:
+    def search(
+        self, request: SearchRequest, vector: np.ndarray | Future[np.ndarray] | None = None
+    ) -> SearchResult:
         # An older layout lacks fields the search asks for: say "rebuild", not "refused".
         self._check_layout(force=False)
         # Without a vector (or a mode) a request is lexical, as on Whoosh; so is a query that
@@ -101,7 +105,12 @@ class SolrBackend(SearchBackend):
         if vector is None or request.mode in (None, "lexical") or request.tree.match_all:
             return execute_search(self.connection, self.vocabulary, self.index_stems, request)
         return execute_vector_search(
-            self.connection, self.vocabulary, self.index_stems, request, vector, request.mode
+            self.connection,
+            self.vocabulary,
+            self.index_stems,
+            request,
+            resolved(vector),
+            request.mode,
         )
 
     def vector_model(self) -> str | None:

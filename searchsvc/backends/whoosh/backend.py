@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any, overload
 from urllib.parse import quote
 
@@ -87,7 +88,9 @@ class WhooshBackend(SearchBackend):
         return cls(IndexDirectory(whoosh_path(url)))
 
     # -- read side ---------------------------------------------------------------------------
-    def search(self, request: SearchRequest, vector: np.ndarray | None = None) -> SearchResult:
+    def search(
+        self, request: SearchRequest, vector: np.ndarray | Future[np.ndarray] | None = None
+    ) -> SearchResult:
         with self._searchers.view() as view:
             return execute_search(view, request, vector)
 

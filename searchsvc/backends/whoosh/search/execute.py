@@ -10,6 +10,7 @@ without one Python call per match; other shapes (phrases, NOT, ranges) fall back
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 
 import numpy as np
 from whoosh.searching import Searcher
@@ -23,21 +24,22 @@ from searchsvc.backends.whoosh.search.results import highlight_terms, hits_for
 from searchsvc.backends.whoosh.search.searcher import View
 from searchsvc.backends.whoosh.search.suggest import did_you_mean
 from searchsvc.facets import FACET_NAMES
-from searchsvc.hybrid import SEMANTIC_DEPTH, fused_page, fusion_depth, lexical_depth
+from searchsvc.hybrid import SEMANTIC_DEPTH, fused_page, fusion_depth, lexical_depth, resolved
 from searchsvc.query import SearchRequest, SearchResult
 from searchsvc.querylang import QueryTree
 
 
 def execute_search(
-    view: View, request: SearchRequest, vector: np.ndarray | None = None
+    view: View, request: SearchRequest, query_vector: np.ndarray | Future[np.ndarray] | None = None
 ) -> SearchResult:
-    """The SearchResult of a request on one snapshot of the index; `vector` is the query's
-    unit vector for the hybrid and semantic modes (hybrid.py says what each returns)."""
+    """The SearchResult of a request on one snapshot of the index; `query_vector` is the
+    query's unit vector (or a Future of it) for the hybrid and semantic modes (hybrid.py says
+    what each returns). The words are matched before the vector is waited for."""
     started = time.perf_counter()
     searcher, table = view.searcher, view.facets
     parsed = compile_for(view, request.tree, request.fields)
     # A query matching every record (`*`) has no meaning to rank by: listed as in lexical mode.
-    meaningful = vector is not None and not parsed.match_all
+    meaningful = query_vector is not None and not parsed.match_all
     mode = request.mode if meaningful and request.mode else "lexical"
 
     scores = None
@@ -58,6 +60,7 @@ def execute_search(
     lexical = matched.copy()  # the lexical matches (within the year range)
 
     vectors = view.vectors if mode != "lexical" else None
+    vector = resolved(query_vector) if vectors is not None and query_vector is not None else None
     nearest_docs = np.zeros(0, dtype=np.int64)
     nearest_scores = np.zeros(0, dtype=np.float32)
     if vectors is not None and vector is not None:
