@@ -174,7 +174,10 @@ def context_fragments(text: str, matcher: Matcher | None) -> list[Fragment]:
             countdown -= width
             if countdown <= 0:
                 fragments.append(_fragment(text, matches, first, endchar))
-                resume = j + 1
+                # A countdown ending at exactly 0 leaves Whoosh in the fragment for one more
+                # word: an unmatched one closes an empty fragment and is nobody's context.
+                swallowed = countdown == 0 and j + 1 < limit and words[j + 1] not in hits
+                resume = j + 2 if swallowed else j + 1
                 break
         else:
             # The text (or the character limit) ended inside the fragment: Whoosh ends it at

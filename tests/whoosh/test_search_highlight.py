@@ -94,6 +94,22 @@ def test_abstract_fragments_are_the_ones_whoosh_picks(earlier_fragments_win_ties
     assert _format(text, _context_fragments(text, frozenset(terms))) == expected
 
 
+def test_a_fragment_ending_exactly_at_its_countdown_takes_no_context_from_the_next_word(
+    earlier_fragments_win_ties,
+):
+    # Found by the property test above: the first fragment's countdown reaches exactly 0 at
+    # the second "data"; Whoosh then spends the next word ("the") on an empty fragment, so the
+    # last "scheduling" starts its fragment without it.
+    text = (
+        "scheduling scheduling the the of a cache cache cache learned learned learned learned "
+        "data data the scheduling "
+    )
+    fragmenter = ContextFragmenter(maxchars=FRAGMENT_CHARS, surround=FRAGMENT_CONTEXT)
+    expected = _whoosh_highlight(text, frozenset({"schedul"}), fragmenter, ABSTRACT_FRAGMENTS)
+    assert expected.endswith("data data … <mark>scheduling</mark>")
+    assert _format(text, _context_fragments(text, frozenset({"schedul"}))) == expected
+
+
 @settings(max_examples=examples(200), deadline=None)
 @given(text=_TEXTS, terms=_TERMS)
 def test_title_highlight_is_the_one_whoosh_gives(text, terms):
