@@ -66,9 +66,12 @@ _WORDS = st.sampled_from(
     ]
 )  # fmt: skip
 _SEPARATORS = st.sampled_from([" ", " ", " ", ", ", ". ", "\n", " (", ") ", "—", "  "])
-_TEXTS = st.lists(st.tuples(_WORDS, _SEPARATORS), max_size=120).map(
-    lambda pairs: "".join(word + sep for word, sep in pairs)
-)
+# Short texts, and long ones (several fragments, where the fragmenter's edge cases are):
+# Hypothesis alone draws mostly short lists.
+_TEXTS = st.one_of(
+    st.lists(st.tuples(_WORDS, _SEPARATORS), max_size=40),
+    st.lists(st.tuples(_WORDS, _SEPARATORS), min_size=40, max_size=160),
+).map(lambda pairs: "".join(word + sep for word, sep in pairs))
 _TERMS = st.sets(st.sampled_from(["schedul", "cach", "learn", "gpu", "model", "data", "will"]))
 
 
