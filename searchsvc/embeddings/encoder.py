@@ -21,10 +21,11 @@ from searchsvc.embeddings.model import MAX_TOKENS, PreparedModel, prepare
 from searchsvc.records import Record
 
 QUANTISATION_SCALE = 127.0
-# Texts per forward pass: batches of similar lengths (sorted) pad little. Batching is 35%
-# faster than one text at a time; the int8 model quantises activations per batch, so a text's
-# vector moves slightly with its batch-mates (cosine above 0.97 to the one it gets alone).
-BATCH_SIZE = 32
+# Texts per forward pass: batches of similar lengths (sorted) pad little. Batches of 4 embed
+# 8-18% faster than one text at a time and 20-40% faster than batches of 32, whose attention
+# matrices outgrow the caches (benchmarks/README.md, "Embeddings on every processor"). The
+# model quantises each token's activations on their own: a text gets one vector in any batch.
+BATCH_SIZE = 4
 # Query vectors kept per process (1.5 KB each).
 QUERY_CACHE_SIZE = 1024
 # Callback told how many more texts were embedded (drives a progress bar).

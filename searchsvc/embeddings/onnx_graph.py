@@ -2,10 +2,22 @@
 
 The packaged model (all-MiniLM-L6-v2) ships BERT weights in safetensors for PyTorch. Serving
 must not need torch, so the network is spelt out here with ONNX operators, the weights read by
-`safetensors` into numpy, and the graph handed to onnxruntime, which quantises its matrix
-products to int8 (`model.py`). The graph is BERT's encoder exactly (post-norm, exact GELU,
-absolute positions, one token type) followed by the model's pooling: the mean of the token
-vectors under the attention mask.
+`safetensors` into numpy. The graph is BERT's encoder exactly (post-norm, exact GELU, absolute
+positions, one token type) followed by the model's pooling: the mean of the token vectors under
+the attention mask.
+
+Its dense layers multiply in 8-bit integers (`quantised=True`, what `model.py` prepares), in a
+form chosen so that every processor computes the same vectors (issue 38's measurements are in
+benchmarks/README.md, "Embeddings on every processor"):
+
+- Each token's activations are quantised on their own (per row, asymmetric u8: the row's
+  minimum and maximum span 0..255), never per batch: a text's vector does not depend on the
+  texts it is embedded with, and no batch-mate's large activations coarsen a short text's.
+- Weights are int8 per output column within +-63 (7 bits). onnxruntime multiplies u8 by s8
+  with VNNI or AMX where the processor has them (exact 32-bit sums) and with AVX2's
+  vpmaddubsw elsewhere, which adds pairs of products into 16 bits and saturates past 32,767:
+  255 x 63 x 2 = 32,130 never does, so both paths give the same integer sums. (Full 8-bit
+  weights saturate on AVX2 and moved vectors to a cosine of 0.957 from VNNI's.)
 """
 
 from __future__ import annotations
@@ -18,6 +30,11 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17  # LayerNormalization is a standard operator from 17 on
+# onnxruntime's own operators (MatMulIntegerToFloat: an integer product scaled to float in one
+# kernel, a fifth faster than MatMulInteger, Cast and Mul apart).
+MICROSOFT_DOMAIN = "com.microsoft"
+# The largest weight magnitude: 7 bits, so that AVX2's 16-bit pair sums cannot saturate.
+WEIGHT_LIMIT = 63
 
 
 class _Graph:
@@ -43,9 +60,68 @@ class _Graph:
         return out
 
 
-def build_encoder(weights: Mapping[str, np.ndarray], config: Mapping) -> onnx.ModelProto:
-    """BERT + mean pooling: (input_ids, attention_mask) [batch, tokens] -> [batch, hidden]."""
+class _RowQuantised:
+    """A tensor's rows as u8 (per-row scale and zero point), made once per tensor: the query,
+    key and value layers read the same input."""
+
+    def __init__(self, g: _Graph, x: str) -> None:
+        zero = g.const("zero_f", np.array(0.0, np.float32))
+        high = g.op("Max", [g.op("ReduceMax", [x], axes=[-1], keepdims=1), zero])
+        low = g.op("Min", [g.op("ReduceMin", [x], axes=[-1], keepdims=1), zero])
+        tiny = g.const("tiny", np.array(1e-8, np.float32))
+        spread = g.op("Max", [g.op("Sub", [high, low]), tiny])
+        # One step of the row's 256 levels, and minus its zero point (the level of 0.0).
+        self.scale = g.op("Div", [spread, g.const("levels", np.array(255.0, np.float32))])
+        minus_zero_point = g.op("Round", [g.op("Div", [low, self.scale])])
+        shifted = g.op("Sub", [g.op("Div", [x, self.scale]), minus_zero_point])
+        self.values = g.op(
+            "QuantizeLinear",
+            [
+                shifted,
+                g.const("unit", np.array(1.0, np.float32)),
+                g.const("u0", np.array(0, np.uint8)),
+            ],
+        )
+        # What the zero point adds to each product, per unit of a weight column's sum.
+        self.offset = g.op("Mul", [minus_zero_point, self.scale])
+
+
+def quantise_weights(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[in, out] float weights as int8 within +-WEIGHT_LIMIT and one scale per output column."""
+    scales = np.maximum(np.abs(weights).max(axis=0), 1e-12) / WEIGHT_LIMIT
+    values = np.clip(np.rint(weights / scales), -WEIGHT_LIMIT, WEIGHT_LIMIT).astype(np.int8)
+    return values, scales.astype(np.float32)
+
+
+def _int8_product(g: _Graph, rows: _RowQuantised, weights: np.ndarray, hint: str) -> str:
+    """x @ weights in integers: sum_k u8(x)_k w_k, scaled back per row and column, plus the
+    zero points' share (the row's offset times the column's weight sum)."""
+    values, scales = quantise_weights(weights)
+    column_sums = (values.astype(np.float64).sum(axis=0) * scales).astype(np.float32)
+    product = g.op(
+        "MatMulIntegerToFloat",
+        [
+            rows.values,
+            g.const(hint + ".q", values),
+            g.const("unit_a", np.array(1.0, np.float32)),
+            g.const(hint + ".s", scales),
+            g.const("u0_a", np.array(0, np.uint8)),
+            g.const("s0", np.array(0, np.int8)),
+        ],
+        domain=MICROSOFT_DOMAIN,
+    )
+    shifted = g.op("Mul", [rows.offset, g.const(hint + ".sums", column_sums)])
+    return g.op("Add", [g.op("Mul", [product, rows.scale]), shifted])
+
+
+def build_encoder(
+    weights: Mapping[str, np.ndarray], config: Mapping, quantised: bool = True
+) -> onnx.ModelProto:
+    """BERT + mean pooling: (input_ids, attention_mask) [batch, tokens] -> [batch, hidden];
+    the dense layers in 8-bit integers, or in float32 where `quantised` is false (the reference
+    the integer form is measured against)."""
     g = _Graph()
+    rows_of: dict[str, _RowQuantised] = {}
     hidden = int(config["hidden_size"])
     heads = int(config["num_attention_heads"])
     head_size = hidden // heads
@@ -56,7 +132,13 @@ def build_encoder(weights: Mapping[str, np.ndarray], config: Mapping) -> onnx.Mo
 
     def dense(x: str, prefix: str) -> str:
         # torch keeps Linear weights as [out, in]; MatMul wants [in, out].
-        product = g.op("MatMul", [x, g.const(prefix + ".w", w(prefix + ".weight").T)])
+        matrix = np.ascontiguousarray(w(prefix + ".weight").T)
+        if quantised:
+            if x not in rows_of:
+                rows_of[x] = _RowQuantised(g, x)
+            product = _int8_product(g, rows_of[x], matrix, prefix)
+        else:
+            product = g.op("MatMul", [x, g.const(prefix + ".w", matrix)])
         return g.op("Add", [product, g.const(prefix + ".b", w(prefix + ".bias"))])
 
     def layer_norm(x: str, prefix: str) -> str:
@@ -178,7 +260,8 @@ def build_encoder(weights: Mapping[str, np.ndarray], config: Mapping) -> onnx.Mo
         [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])],
         g.initializers,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(MICROSOFT_DOMAIN, 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
