@@ -384,4 +384,7 @@ def _search_result(body: dict[str, Any]) -> SearchResult:
         took_ms=body["took_ms"],
         suggestion=body["suggestion"],
         mode=body.get("mode", "lexical"),
+        # A server before these fields: every record it answers matched the words.
+        added_by_meaning=body.get("added_by_meaning", 0),
+        meaning_adds=body.get("meaning_adds", False),
     )

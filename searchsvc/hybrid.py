@@ -1,25 +1,32 @@
-"""Search modes, and how hybrid search fuses the lexical and the semantic rankings.
+"""Search modes, what meaning may add to an answer, and how hybrid search fuses the lexical and
+the semantic rankings.
 
 Engine-neutral: engines supply the lexical matches with their lexical scores and every candidate's
 cosine to the query vector; the rules for which records a mode returns, and their order, are
-here so that every engine answers alike.
+here so that every engine answers alike. The service decides a request's mode once
+(`SearchService.mode_for`) and hands engines the vector of `meaning_text`; engines follow
+`request.mode` and `meaning_adds` and never re-derive them.
 
-What each mode returns, for a request whose filters (facet selections and year range) are F:
+The query language keeps its meaning in every mode. A query that uses any of it (a field, a
+phrase, AND/OR/NOT, parentheses, a range, a wildcard, a fuzzy word, a boost) selects in every
+mode exactly the records it selects in lexical mode: meaning may rank them, and adds none. Only
+a query of plain words (`QueryTree.plain_words`) is extended by meaning, and only by records
+whose cosine to the query reaches MEANING_FLOOR, so that nonsense and identifiers that match
+no word find nothing. For a request whose filters (facet selections and year range) are F:
 
-- `lexical`: the records that match the query's words and pass F, by their lexical score
-  (DFR, as always).
-- `semantic`: the SEMANTIC_DEPTH records nearest the query's meaning among those passing F
-  (cosine of the query's vector and the record's), nearest first. The query's words need not
-  occur. `total` and the facet counts are over those records, so a facet whose value is
-  selected counts that value alone.
-- `hybrid`: the union of both sets: the lexical matches passing F, plus the SEMANTIC_DEPTH
-  nearest passing F. The first FUSION_DEPTH lexical matches (more when a page reaches further)
-  and the nearest records are ranked together by `fused_score`; the remaining lexical matches
-  follow in lexical order. `total` counts the union; facet counts are over the union, each facet's
-  without its own selection as in lexical mode (the nearest records, found under all of F,
-  stay in the union), so a count is exactly what ticking the value adds to the union.
+- `lexical`: the records that match the query and pass F, by their lexical score (DFR).
+- `semantic`: plain words: the SEMANTIC_DEPTH records nearest the query's meaning among those
+  passing F and at MEANING_FLOOR or nearer, nearest first (the words need not occur). A query
+  using the language: its lexical matches passing F, nearest first.
+- `hybrid`: the lexical matches passing F, plus (plain words only) the SEMANTIC_DEPTH nearest
+  passing F at MEANING_FLOOR or nearer. The first `fusion_depth` lexical matches and the nearest
+  records are ranked together by `fused_score`. `total` counts that answer; facet counts are
+  over it, each facet's without its own selection as in lexical mode (the nearest records,
+  found under all of F, stay in it), so a count is exactly what ticking the value adds.
 
-Filters keep their exact meaning in every mode: no record outside F is ever returned.
+A result says how many of its records match the query (`matched_by_words`) and how many only
+meaning brought (`added_by_meaning`). Filters keep their exact meaning in every mode: no
+record outside F is ever returned.
 """
 
 from __future__ import annotations
@@ -28,11 +35,20 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TypeVar
 
+from searchsvc.querylang import Fuzzy, Phrase, QueryTree, Word
+
 MODES = ("lexical", "hybrid", "semantic")
-# Records the semantic side contributes (the nearest passing the filters).
+# Records the semantic side contributes at most (the nearest passing the filters).
 SEMANTIC_DEPTH = 100
-# Lexical matches fused with them (the rest follow in lexical order).
+# The least cosine to the query of a record that meaning adds to an answer: chosen on SciFact's
+# train split and on nonsense and identifier-like queries (benchmarks/README.md, "The floor of
+# meaning"); cosines as the engines compute them (int8 vectors, dot product over 127^2).
+MEANING_FLOOR = 0.45
+# Lexical matches fused with the nearest records, at least (more when a page reaches further).
 FUSION_DEPTH = 100
+# The fields whose words a query vector is made of (None: the request's default fields);
+# author names, subjects and years carry no meaning the model reads.
+MEANING_FIELDS = (None, "title", "abstract")
 # Weight of the normalised lexical score against the cosine, tuned on SciFact's train split
 # (benchmarks/relevance.py --fusion-sweep; benchmarks/README.md has the figures).
 LEXICAL_WEIGHT = 0.3
@@ -48,15 +64,35 @@ def resolved(vector: V | Future[V]) -> V:
     return vector.result() if isinstance(vector, Future) else vector
 
 
+def meaning_text(tree: QueryTree) -> str:
+    """What the query's vector is made from: a plain-word query's text; otherwise the words of
+    its phrases and words in the title, the abstract or the default fields, outside any NOT
+    (`title:"learned caches" year:2023` means "learned caches"). Empty: nothing to mean, and
+    the search is lexical."""
+    if tree.plain_words:
+        return tree.text.strip()
+    return " ".join(
+        leaf.text
+        for leaf in tree.positive_leaves()
+        if isinstance(leaf, Word | Phrase | Fuzzy) and leaf.field in MEANING_FIELDS
+    ).strip()
+
+
+def meaning_adds(tree: QueryTree) -> bool:
+    """Whether meaning may add records without the query's words: plain words only; a query
+    using the language selects exactly its own matches in every mode."""
+    return tree.plain_words
+
+
+def near_enough(cosine: float) -> bool:
+    """Whether a record is near enough the query for meaning to add it (MEANING_FLOOR)."""
+    return cosine >= MEANING_FLOOR
+
+
 def fusion_depth(page: int, per_page: int) -> int:
-    """How many lexical matches are fused with the nearest records: FUSION_DEPTH, more when
-    the page reaches further."""
+    """How many lexical matches, best first, are fused with the nearest records for a page:
+    FUSION_DEPTH, or as many as the page reaches (at most the request's result window)."""
     return max(FUSION_DEPTH, page * per_page)
-
-
-def lexical_depth(page: int, per_page: int) -> int:
-    """How many lexical matches, best first, `fused_page` needs for a page."""
-    return fusion_depth(page, per_page) + page * per_page
 
 
 def fused_score(lexical: float, best_lexical: float, cosine: float) -> float:
@@ -84,26 +120,19 @@ def fuse(lexical: Sequence[tuple[K, float]], cosines: Mapping[K, float]) -> list
 
 def fused_page(
     by_lexical: Sequence[tuple[K, float]],
-    depth: int,
     nearest: Collection[K],
     cosines: Mapping[K, float],
     start: int,
     per_page: int,
 ) -> list[tuple[K, float]]:
-    """A page of the hybrid order: the first `depth` lexical matches and the `nearest` records
-    fused (`fuse`), then the other lexical matches in lexical order.
+    """A page of the hybrid order: the lexical matches and the `nearest` records fused
+    (`fuse`).
 
-    `by_lexical` holds the lexical matches passing the filters, best first, with their lexical
-    scores, at least `depth + start + per_page` of them when there are; `cosines` the cosine
-    of each of them and of the nearest records (0 for a record without a vector).
+    `by_lexical` holds the first `fusion_depth(page, per_page)` lexical matches passing the
+    filters, best first, with their lexical scores (all of them when there are fewer): the
+    fused list then reaches past the page, so no other match can belong on it. `cosines` holds
+    the cosine of each of them and of the nearest records (0 for a record without a vector).
     """
-    window = by_lexical[:depth]
-    candidates = {key for key, _ in window} | set(nearest)
-    fused = fuse(window, {key: cosines.get(key, 0.0) for key in candidates})
-    best = max((score for _, score in window), default=0.0)
-    rest = [
-        (key, fused_score(score, best, cosines.get(key, 0.0)))
-        for key, score in by_lexical[depth:]
-        if key not in candidates
-    ]
-    return [*fused, *rest][start : start + per_page]
+    candidates = {key for key, _ in by_lexical} | set(nearest)
+    fused = fuse(by_lexical, {key: cosines.get(key, 0.0) for key in candidates})
+    return fused[start : start + per_page]

@@ -17,7 +17,7 @@ from webargs.fields import DelimitedList
 
 from searchsvc.errors import InvalidRequest
 from searchsvc.facets import CROSSLISTS, FACET_NAMES, FACETS, Facet
-from searchsvc.hybrid import MODES, SEMANTIC_DEPTH
+from searchsvc.hybrid import MEANING_FLOOR, MODES, SEMANTIC_DEPTH
 from searchsvc.query import (
     DEFAULT_FACET_SIZE,
     DEFAULT_PER_PAGE,
@@ -26,6 +26,7 @@ from searchsvc.query import (
     MAX_PAGE,
     MAX_PER_PAGE,
     MAX_QUERY_LENGTH,
+    MAX_RESULT_WINDOW,
     SEARCH_FIELDS,
     SORTS,
     SearchRequest,
@@ -44,7 +45,10 @@ def page_field() -> fields.Integer:
     return fields.Integer(
         load_default=1,
         validate=validate.Range(1, MAX_PAGE),
-        metadata={"description": "Page number, from 1."},
+        metadata={
+            "description": "Page number, from 1; page x per_page is at most "
+            f"{MAX_RESULT_WINDOW:,} (a search shows its first {MAX_RESULT_WINDOW:,} results)."
+        },
     )
 
 
@@ -141,10 +145,15 @@ class _SearchParamsSchema(Schema):
         validate=validate.OneOf(MODES),
         metadata={
             "description": "lexical: records with the query's words, by how well they match. "
-            f"semantic: the {SEMANTIC_DEPTH} records nearest the query's meaning (embeddings) "
-            "that pass the filters. hybrid: both, the best of each ranked together; total and "
-            "facet counts are over that union. Default: hybrid where the index has vectors, "
-            "else lexical (the result's `mode` says which ran). Filters are exact in every mode."
+            f"semantic: up to {SEMANTIC_DEPTH} records nearest the query's meaning "
+            "(embeddings) that pass the filters, each at a cosine of at least the floor "
+            f"({MEANING_FLOOR}). hybrid: the records with the words, plus those; the best of "
+            "each ranked together; total and facet counts are over that answer. Meaning adds "
+            "records only to plain words: a query using the query language (fields, phrases, "
+            "operators, ranges, wildcards, fuzzy words, boosts) selects exactly its lexical "
+            "matches in every mode, which meaning ranks. Default: hybrid where the index has "
+            "vectors, else lexical (the result's `mode` says which ran). Filters are exact in "
+            "every mode."
         },
     )
 

@@ -19,6 +19,9 @@ SORTS = ("relevance", "newest", "oldest", "title")
 SEARCH_FIELDS = ("title", "abstract", "authors")
 MAX_PER_PAGE = 100
 MAX_PAGE = 10_000
+# The deepest result a search reaches: page x per_page at most this (as Elasticsearch's
+# max_result_window), in every mode, so that no search ranks, fuses or fetches more hits.
+MAX_RESULT_WINDOW = 10_000
 # Room for every category of arXiv's taxonomy (176) in one list: the web page groups them.
 MAX_FACET_SIZE = 200
 MAX_QUERY_LENGTH = 10_000
@@ -76,6 +79,14 @@ class SearchRequest:
             _check_choice("fields", name, SEARCH_FIELDS)
         check_int("page", self.page, 1, MAX_PAGE)
         check_int("per_page", self.per_page, 1, MAX_PER_PAGE)
+        if self.page * self.per_page > MAX_RESULT_WINDOW:
+            raise InvalidRequest(
+                f"page x per_page must be at most {MAX_RESULT_WINDOW:,}: a search shows its "
+                f"first {MAX_RESULT_WINDOW:,} results (narrow it with words or filters to see "
+                "others)",
+                parameter="page",
+                value=str(self.page),
+            )
         check_int("facet_size", self.facet_size, 1, MAX_FACET_SIZE)
         # year_from after year_to is a range of no years: nothing matches, as in Solr and
         # Elasticsearch (and as the OpenAPI document, which cannot relate two parameters, says).
@@ -96,6 +107,21 @@ class SearchRequest:
                 parameter=unknown[0],
             )
         return cls(q=q, filters=filters, **params)
+
+    def evolve(self, **changes: Any) -> SearchRequest:
+        """This request with `changes`, checked as a new request is; `q` is parsed once per
+        search: with `q` unchanged the new request keeps this one's tree."""
+        if "q" in changes and changes["q"] != self.q:
+            return replace(self, **changes)
+        changes.pop("q", None)
+        evolved = replace(self, q="", **changes)  # an empty query parses at once
+        object.__setattr__(evolved, "q", self.q)
+        object.__setattr__(evolved, "tree", self.tree)
+        return evolved
+
+    def with_mode(self, mode: str) -> SearchRequest:
+        """This request in `mode` (the one the service chose), `q` not parsed again."""
+        return self.evolve(mode=mode)
 
     @property
     def primary_only(self) -> bool:
@@ -283,6 +309,12 @@ class SearchResult:
     suggestion: str | None = None
     # The mode that ranked these hits: the request's, or the one the service chose for it.
     mode: str = "lexical"
+    # Of `total`, the records only meaning brought (without the query's words: hybrid and
+    # semantic searches of plain words); the others match the query.
+    added_by_meaning: int = 0
+    # Whether meaning could add records to this search: a hybrid or semantic search of plain
+    # words. False for a query using the language: meaning ranks its matches and adds none.
+    meaning_adds: bool = False
 
     @property
     def page(self) -> int:
@@ -294,12 +326,24 @@ class SearchResult:
 
     @property
     def pages(self) -> int:
-        return page_count(self.total, self.request.per_page)
+        """Pages of `per_page` hits, as many as the result window reaches (MAX_RESULT_WINDOW:
+        a page past it is refused, so no link leads there)."""
+        reachable = MAX_RESULT_WINDOW // self.request.per_page
+        return min(page_count(self.total, self.request.per_page), reachable)
+
+    @property
+    def matched_by_words(self) -> int:
+        """Of `total`, the records that match the query (its words, or its query-language
+        expression)."""
+        return self.total - self.added_by_meaning
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "query": self.request.to_dict(),
             "total": self.total,
+            "matched_by_words": self.matched_by_words,
+            "added_by_meaning": self.added_by_meaning,
+            "meaning_adds": self.meaning_adds,
             "page": self.page,
             "per_page": self.per_page,
             "pages": self.pages,
@@ -311,6 +355,24 @@ class SearchResult:
             "suggestion": self.suggestion,
             "mode": self.mode,
         }
+
+
+def records_count(count: int) -> str:
+    return f"{count:,} record{'' if count == 1 else 's'}"
+
+
+def meaning_breakdown(result: SearchResult) -> str | None:
+    """How meaning took part in a result, for a person (the CLI's first line, the web page):
+    `4 with your words, 6 related by meaning`; None for a lexical search."""
+    if result.mode == "lexical":
+        return None
+    if result.meaning_adds:
+        return (
+            f"{result.matched_by_words:,} with your words, "
+            f"{result.added_by_meaning:,} related by meaning"
+        )
+    ranks = "ranks them" if result.mode == "semantic" else "ranks them with the words"
+    return f"only your query's matches: meaning {ranks} and adds none"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from searchsvc.backends import SearchBackend, WriteResult, open_backend
 from searchsvc.embeddings import shared_encoder
 from searchsvc.errors import ModelUnavailable, ModeUnavailable
 from searchsvc.facets import CROSSLISTS, FACET_NAMES
+from searchsvc.hybrid import meaning_text
 from searchsvc.query import (
     DEFAULT_FACET_SIZE,
     DEFAULT_PER_PAGE,
@@ -107,28 +108,27 @@ class SearchService:
     def search_request(self, request: SearchRequest) -> SearchResult:
         """Run an already-built SearchRequest."""
         mode = self.mode_for(request)
-        vector = None
-        if mode != "lexical":
-            # Embedded beside the engine's matching of the words; the engine waits for it.
-            vector = shared_encoder(threads=1).embed_query_soon(request.q)
-        resolved = replace(request, mode=mode)
+        resolved = request.with_mode(mode)
         # Lexical requests reach the engine as before vectors existed (an engine of another
         # package may not take a vector).
-        if vector is None:
+        if mode == "lexical":
             result = self.backend.search(resolved)
         else:
+            # Embedded beside the engine's matching of the words; the engine waits for it.
+            text = meaning_text(request.tree)
+            vector = shared_encoder(threads=1).embed_query_soon(text)
             result = self.backend.search(resolved, vector)
         facets = {name: labelled(name, values) for name, values in result.facets.items()}
         return replace(result, facets=facets)
 
     def mode_for(self, request: SearchRequest) -> str:
-        """The mode a request runs in: the one asked for, else hybrid where the index has
-        vectors made by the installed model, else lexical. No query text: lexical (nothing
-        to mean). Asking for hybrid or semantic where they cannot run is an error that says
-        why; the default never fails for want of vectors or of the model."""
-        if not request.q.strip():
-            return "lexical"
-        if request.mode == "lexical":
+        """The mode a request runs in, decided here once for every engine: the one asked for,
+        else hybrid where the index has vectors made by the installed model, else lexical.
+        A query with nothing to mean (no text, `*`, only fields such as `category:cs.NI` or
+        `year:2023`, or only NOT parts: hybrid.meaning_text) is lexical in every mode. Asking
+        for hybrid or semantic where they cannot run is an error that says why; the default
+        never fails for want of vectors or of the model."""
+        if request.mode == "lexical" or not meaning_text(request.tree):
             return "lexical"
         model = self.backend.vector_model()
         if model is None:

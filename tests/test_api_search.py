@@ -32,6 +32,9 @@ def test_search_response_has_the_documented_shape(client):
     assert list(body) == [
         "query",
         "total",
+        "matched_by_words",
+        "added_by_meaning",
+        "meaning_adds",
         "page",
         "per_page",
         "pages",

@@ -23,7 +23,7 @@ def run(fixture_index):
 def test_prints_ranked_hits_with_highlighted_words_and_facets(run):
     result = run("scheduling")
     assert result.exit_code == 0, result.output
-    assert "1 records" in result.output
+    assert "1 record ·" in result.output
     assert "Fair Cluster Scheduling for Deep Learning Jobs" in result.output
     assert "<mark>" not in result.output
     assert (
@@ -93,7 +93,7 @@ def test_a_malformed_query_is_a_one_line_error_with_its_position(run, query, mes
 
 def test_a_quoted_phrase_finds_only_adjacent_words(run):
     # The shell's own quotes go around the phrase: searchsvc search '"learned caches"'.
-    assert "1 records" in run('"learned caches"').output
+    assert "1 record ·" in run('"learned caches"').output
     assert "0 records" in run('"caches learned"').output
 
 

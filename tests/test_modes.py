@@ -15,9 +15,10 @@ import pytest
 
 from searchsvc.app import create_app
 from searchsvc.embeddings import model, prepare, quantise, shared_encoder
-from searchsvc.errors import ModelUnavailable
+from searchsvc.errors import InvalidRequest, ModelUnavailable
 from searchsvc.hybrid import SEMANTIC_DEPTH
 from searchsvc.indexer import build_index_from_records
+from searchsvc.query import MAX_RESULT_WINDOW, SearchRequest, SearchResult
 from searchsvc.service import SearchService
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference_vectors.json"
@@ -113,7 +114,10 @@ def test_the_api_searches_in_each_mode(vector_client, seed_records):
         body = vector_client.get(f"/api/v1/search?q=gpu+training&mode={mode}").get_json()
         assert body["mode"] == mode
     semantic = vector_client.get("/api/v1/search?q=gpu+training&mode=semantic").get_json()
-    assert semantic["total"] == min(SEMANTIC_DEPTH, len(seed_records))
+    # The records near enough the query's meaning (hybrid.MEANING_FLOOR), counted apart.
+    assert 0 < semantic["total"] < min(SEMANTIC_DEPTH, len(seed_records))
+    assert semantic["total"] == semantic["matched_by_words"] + semantic["added_by_meaning"]
+    assert semantic["meaning_adds"] is True
     posted = vector_client.post("/api/v1/search", json={"q": "gpu training", "mode": "semantic"})
     assert posted.get_json()["hits"] == semantic["hits"]
 
@@ -143,6 +147,124 @@ def test_similar_records_come_from_the_vectors(vector_index, vector_client):
     assert len(scores) == 5
     assert scores == sorted(scores, reverse=True)
     assert all(-1.0 <= score <= 1.0 for score in scores)  # cosines, not BM25 scores
+
+
+# -- what a reader types, in the default mode (issue 31) ---------------------------------------
+# On the seed index: exactly what lexical mode selects, however the query is asked.
+EXACT_ANSWERS = {"category:cs.NI": 4, '"learned caches"': 1, "qzxwv": 0, "2301.00001": 0}
+
+
+def _lexical_ids(service: SearchService, q: str) -> set[str]:
+    first = service.search(q, mode="lexical", per_page=100)
+    assert first.pages == 1
+    return {hit.record.id for hit in first.hits}
+
+
+@pytest.mark.parametrize("q", [*EXACT_ANSWERS, 'author:"Aditya Akella" year:2023'])
+def test_the_query_language_keeps_its_meaning_in_the_default_mode_on_every_surface(
+    vector_index, vector_client, runner, q
+):
+    with SearchService.open(vector_index) as service:
+        wanted = _lexical_ids(service, q)
+        assert len(wanted) == EXACT_ANSWERS.get(q, len(wanted))
+        result = service.search(q, per_page=100)  # the default mode
+        assert {hit.record.id for hit in result.hits} == wanted
+        assert result.total == result.matched_by_words == len(wanted)
+        assert result.added_by_meaning == 0
+    body = vector_client.get("/api/v1/search", query_string={"q": q, "per_page": 100}).get_json()
+    assert {hit["id"] for hit in body["hits"]} == wanted
+    assert (body["total"], body["matched_by_words"], body["added_by_meaning"]) == (
+        len(wanted),
+        len(wanted),
+        0,
+    )
+    posted = vector_client.post("/api/v1/search", json={"q": q, "per_page": 100}).get_json()
+    assert posted["total"] == len(wanted)
+    heading = _results_heading(vector_client.get("/", query_string={"q": q}))
+    assert (
+        "No records found" in heading
+        if not wanted
+        else f"{len(wanted)} record{'' if len(wanted) == 1 else 's'}" in heading
+    )
+    printed = runner("search", q, "--index", vector_index)
+    assert printed.exit_code == 0, printed.output
+    assert printed.output.splitlines()[0].startswith(
+        f"{len(wanted)} record{'' if len(wanted) == 1 else 's'}"
+    )
+
+
+def _results_heading(response) -> str:
+    assert response.status_code == 200
+    page = response.get_data(as_text=True)
+    found = re.search(r'<h2 id="results-heading"[^>]*>(.*?)</h2>', page, re.S)
+    assert found is not None
+    return " ".join(found.group(1).split())
+
+
+def test_an_excluded_word_never_comes_back_in_any_mode(vector_index):
+    with SearchService.open(vector_index) as service:
+        with_word = _lexical_ids(service, "learning")
+        for mode in (None, "hybrid", "semantic", "lexical"):
+            found = service.search("NOT learning", mode=mode, per_page=100)
+            ids = {hit.record.id for hit in found.hits}
+            assert ids and not ids & with_word
+            assert found.total == len(ids) and found.added_by_meaning == 0
+
+
+def test_free_words_are_counted_apart_on_every_surface(vector_index, vector_client, runner):
+    q = "making deep learning training cheaper on shared clusters"
+    with SearchService.open(vector_index) as service:
+        result = service.search(q, per_page=100)
+        with_words = _lexical_ids(service, q)
+    assert result.mode == "hybrid" and result.meaning_adds
+    assert result.matched_by_words == len(with_words)
+    assert result.total == result.matched_by_words + result.added_by_meaning
+    body = vector_client.get("/api/v1/search", query_string={"q": q}).get_json()
+    assert body["meaning_adds"] is True
+    assert (body["matched_by_words"], body["added_by_meaning"]) == (
+        result.matched_by_words,
+        result.added_by_meaning,
+    )
+    page = vector_client.get("/", query_string={"q": q}).get_data(as_text=True)
+    assert (
+        f"{result.matched_by_words} with your words, {result.added_by_meaning} related by meaning"
+        in page
+    )
+    first_line = runner("search", q, "--index", vector_index).output.splitlines()[0]
+    assert f"({result.matched_by_words} with your words, " in first_line
+
+
+def test_a_structured_query_says_meaning_only_ranks_it(vector_client):
+    body = vector_client.get("/api/v1/search", query_string={"q": '"learned caches"'}).get_json()
+    assert body["mode"] == "hybrid" and body["meaning_adds"] is False
+    page = vector_client.get("/", query_string={"q": '"learned caches"'}).get_data(as_text=True)
+    assert "Only your query&#39;s matches: meaning ranks them with the words and adds none" in page
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid", "semantic"])
+def test_no_search_reaches_past_the_result_window(vector_client, mode):
+    # page x per_page at most 10,000 (MAX_RESULT_WINDOW), on every search endpoint.
+    deep = {"q": "training", "mode": mode, "page": 101, "per_page": 100}
+    responses = {
+        "GET": vector_client.get("/api/v1/search", query_string=deep),
+        "POST": vector_client.post("/api/v1/search", json=deep),
+        "Atom": vector_client.get("/api/v1/search.atom", query_string={**deep, "page": 1001}),
+        "page": vector_client.get("/", query_string={**deep, "page": 1001}),
+    }
+    for name, response in responses.items():
+        assert response.status_code == 400, name
+        assert "10,000" in response.get_data(as_text=True), name
+    edge = vector_client.get("/api/v1/search", query_string={**deep, "page": 100})
+    assert edge.status_code == 200
+    with pytest.raises(InvalidRequest):
+        SearchRequest(q="training", page=2, per_page=MAX_RESULT_WINDOW)
+
+
+def test_pages_end_at_the_result_window():
+    # A search of 50,000 matches pages to the 10,000th result, and no further link is made.
+    request = SearchRequest(q="x", per_page=7)
+    result = SearchResult(request=request, total=50_000, hits=(), facets={}, took_ms=0.0)
+    assert result.pages == MAX_RESULT_WINDOW // 7 and result.total == 50_000
 
 
 # -- the web page ------------------------------------------------------------------------------

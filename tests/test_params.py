@@ -23,6 +23,7 @@ from searchsvc.query import (
     MAX_PAGE,
     MAX_PER_PAGE,
     MAX_QUERY_LENGTH,
+    MAX_RESULT_WINDOW,
     SEARCH_FIELDS,
     SORTS,
     SearchRequest,
@@ -287,6 +288,7 @@ def search_requests(draw, *, with_lists: bool = False) -> SearchRequest:
     if year_from is not None and year_to is not None and year_from > year_to:
         year_from, year_to = year_to, year_from
     options = {}
+    per_page = draw(st.integers(1, MAX_PER_PAGE))
     if with_lists:
         options["facets"] = draw(st.lists(st.sampled_from(FACET_NAMES), unique=True))
         options["fields"] = draw(st.lists(st.sampled_from(SEARCH_FIELDS), min_size=1, unique=True))
@@ -300,8 +302,8 @@ def search_requests(draw, *, with_lists: bool = False) -> SearchRequest:
         year_from=year_from,
         year_to=year_to,
         sort=draw(st.none() | st.sampled_from(SORTS)),
-        page=draw(st.integers(1, MAX_PAGE)),
-        per_page=draw(st.integers(1, MAX_PER_PAGE)),
+        page=draw(st.integers(1, MAX_RESULT_WINDOW // per_page)),
+        per_page=per_page,
         facet_size=draw(st.integers(1, MAX_FACET_SIZE)),
         highlight=draw(st.booleans()),
         **options,

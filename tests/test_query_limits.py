@@ -69,7 +69,7 @@ LIMITS = [
     (
         "wildcards per word",
         "learning a*b*c*d?",
-        "learning a*b*c*d*e?",
+        "learning a*b*c*d*e? now",
         f"at most {MAX_WILDCARDS_PER_WORD} wildcards in one word",
         9,
     ),

@@ -275,3 +275,30 @@ def test_delete_takes_one_id_as_well_as_many(tmp_path):
         assert service.delete(FIXTURE_RECORDS[0].id).deleted == 1
         assert service.delete([FIXTURE_RECORDS[1].id, FIXTURE_RECORDS[2].id]).deleted == 2
         assert service.search().total == len(FIXTURE_RECORDS) - 3
+
+
+def test_a_search_parses_its_query_once_on_every_surface(fixture_index, monkeypatch):
+    # The service and the page copy a request (its mode, the page's subject counts, the pager's
+    # links) without parsing q again.
+    import searchsvc.query as query_module
+
+    parsed: list[str] = []
+    real_parse = query_module.parse_query
+
+    def counting(text: str):
+        parsed.append(text)
+        return real_parse(text)
+
+    monkeypatch.setattr(query_module, "parse_query", counting)
+    with SearchService.open(fixture_index) as service:
+        service.search("learning OR caches", per_page=1)
+    assert parsed.count("learning OR caches") == 1
+    parsed.clear()
+    client = create_app({"INDEX": fixture_index, "TESTING": True}).test_client()
+    assert client.get("/?q=learning+OR+caches&per_page=1").status_code == 200
+    assert parsed.count("learning OR caches") == 1
+    request = SearchRequest(q="learning OR caches")
+    evolved = request.evolve(page=3, facets=(), mode="lexical")
+    assert evolved.tree is request.tree and (evolved.page, evolved.mode) == (3, "lexical")
+    with pytest.raises(InvalidRequest):
+        request.evolve(per_page=1000)

@@ -118,7 +118,38 @@ UnderstoodQuerySchema = _UnderstoodQueryBase.from_dict(
 
 class SearchResultSchema(Schema):
     query = fields.Nested(UnderstoodQuerySchema, required=True)
-    total = fields.Integer(required=True, metadata={"description": "Exact number of matches."})
+    total = fields.Integer(
+        required=True,
+        metadata={
+            "description": "Exact number of records in the answer: matched_by_words + "
+            "added_by_meaning."
+        },
+    )
+    matched_by_words = fields.Integer(
+        required=True,
+        metadata={
+            "description": "Of total, the records that match q (its words, or its "
+            "query-language expression) and the filters."
+        },
+    )
+    added_by_meaning = fields.Integer(
+        required=True,
+        metadata={
+            "description": "Of total, the records related by meaning only (without the query's "
+            "words): hybrid and semantic searches of plain words add the records nearest "
+            "the query at a cosine of at least the floor (hybrid.MEANING_FLOOR); 0 otherwise."
+        },
+    )
+    meaning_adds = fields.Boolean(
+        required=True,
+        metadata={
+            "description": "Whether meaning could add records to this search: true for a "
+            "hybrid or semantic search of plain words. A query using the query language "
+            "(fields, phrases, AND/OR/NOT, parentheses, ranges, wildcards, fuzzy words, "
+            "boosts) selects exactly its lexical matches in every mode: meaning only ranks "
+            "them."
+        },
+    )
     page = fields.Integer(required=True)
     per_page = fields.Integer(required=True)
     pages = fields.Integer(required=True)
@@ -140,7 +171,9 @@ class SearchResultSchema(Schema):
         validate=validate.OneOf(MODES),
         metadata={
             "description": "The mode that ranked the hits: the one asked for, or the default "
-            "(hybrid where the index has vectors and q is not empty, else lexical)."
+            "(hybrid where the index has vectors and q has words to mean, else lexical). A q "
+            "with nothing to mean (empty, `*`, or only fields such as category:, author: or "
+            "year:, or NOT parts) is lexical in every mode."
         },
     )
 

@@ -9,7 +9,6 @@ serialise every answer a second time, field by field in Python.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from http import HTTPStatus
 from typing import Any, NoReturn
 
@@ -161,7 +160,7 @@ def search_feed(request: SearchRequest) -> Response:
     date. The total is in `opensearch:totalResults`.
     """
     started = time.perf_counter()
-    result = get_service().search_request(replace(request, facets=(), highlight=False))
+    result = get_service().search_request(request.evolve(facets=(), highlight=False))
     g.search_ms = (time.perf_counter() - started) * 1000
     return atom.feed_response(result, request)
 

@@ -15,7 +15,14 @@ from searchsvc.errors import InvalidRequest
 from searchsvc.facets import FACETS
 from searchsvc.hybrid import MODES
 from searchsvc.params import check_year_order, search_request_from
-from searchsvc.query import DEFAULT_PER_PAGE, SORTS, FacetValue, SearchResult
+from searchsvc.query import (
+    DEFAULT_PER_PAGE,
+    SORTS,
+    FacetValue,
+    SearchResult,
+    meaning_breakdown,
+    records_count,
+)
 from searchsvc.service import SearchService
 
 _MARK = re.compile(r"<mark>(.*?)</mark>", re.DOTALL)
@@ -130,9 +137,11 @@ def _for_the_command_line(error: InvalidRequest) -> InvalidRequest:
 
 def render(result: SearchResult) -> str:
     """The result as terminal text: matched words in bold yellow, facets at the end."""
+    breakdown = meaning_breakdown(result)
+    counted = records_count(result.total) + (f" ({breakdown})" if breakdown else "")
     lines = [
         click.style(
-            f"{result.total} records · page {result.page} of {result.pages} · "
+            f"{counted} · page {result.page} of {result.pages} · "
             f"{result.mode} · {result.took_ms:.0f} ms",
             bold=True,
         )

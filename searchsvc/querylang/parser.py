@@ -38,6 +38,7 @@ from searchsvc.querylang.lexer import (
     PHRASE,
     RANGE,
     RPAREN,
+    WORD,
     Token,
     check_boost,
     tokenize,
@@ -75,21 +76,42 @@ _OPERATOR_WORD = re.compile(r"\b(?:AND|OR|NOT)\b")
 _YEAR_SPAN = re.compile(r"([0-9]*)\.\.([0-9]*)")
 _BOOST_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?|\.[0-9]+")
 _FUZZ = re.compile(r"[0-9]*")
+# A question mark ending the text, right after a word.
+_QUESTION_MARK = re.compile(r"(?<=[^?*])\?(?=\s*$)")
 
 
 def parse_query(text: str) -> QueryTree:
     """The QueryTree of a query text; QueryError says what is wrong and where (`position`)."""
     cleaned = clean(text)
+    if _is_question(cleaned):
+        cleaned = _QUESTION_MARK.sub(" ", cleaned)
     if not cleaned.strip():
         return QueryTree(cleaned, MatchAll())
     check_limits(cleaned)
     if _PLAIN.fullmatch(cleaned) and not _OPERATOR_WORD.search(cleaned):
         # The fast path: the tree the grammar gives plain words, without tokens and recursion
         # (tests/test_querylang.py holds the two equal).
-        return QueryTree(cleaned, plain_words(cleaned))
-    root = _Parser(cleaned, tokenize(cleaned)).parse()
+        return QueryTree(cleaned, plain_words(cleaned), plain_words=True)
+    tokens = tokenize(cleaned)
+    root = _Parser(cleaned, tokens).parse()
     _check_expanding_words(root)
-    return QueryTree(cleaned, root)
+    return QueryTree(cleaned, root, plain_words=_only_plain_words(tokens, root))
+
+
+def _only_plain_words(tokens: list[Token], root: Node) -> bool:
+    """Whether a query selects as plain words do: words without a field, wildcard or fuzzy
+    mark, and no operator (`GPU-based scheduling`, `Balázs`, `infant death syndrome (SIDS)`).
+    Parentheses and boosts change no selection (an OR of words is an OR in any grouping):
+    they leave a query plain."""
+    if not tokens or any(token.kind not in (WORD, LPAREN, RPAREN) for token in tokens):
+        return False
+    return all(isinstance(leaf, Word) and leaf.field is None for leaf in leaves(root))
+
+
+def _is_question(text: str) -> bool:
+    """Whether the text ends with a question mark after words (`how do galaxies form?`): that
+    one is punctuation, not a wildcard of one character. `colou?` alone stays a wildcard."""
+    return bool(_QUESTION_MARK.search(text)) and len(text.split()) > 1
 
 
 def plain_words(text: str) -> Node:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import replace
 from urllib.parse import urlencode
 
 from werkzeug.datastructures import MultiDict
@@ -107,7 +106,7 @@ def query_pairs(request: SearchRequest, *, page: int | None = None) -> list[tupl
     """The query-string pairs of a request, in a stable order, defaults left out (the page's
     fixed page size and facet size are not the URL's to say)."""
     if page is not None:
-        request = replace(request, page=page)
+        request = request.evolve(page=page)
     return query_params(request, omit=("per_page", "facet_size"))
 
 

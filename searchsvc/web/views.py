@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from itertools import count
 from urllib.parse import quote
 
@@ -14,7 +13,14 @@ from searchsvc.errors import InvalidRequest, QueryError, RecordNotFound, Searchs
 from searchsvc.extension import get_service
 from searchsvc.facets import facet_named
 from searchsvc.hybrid import SEMANTIC_DEPTH
-from searchsvc.query import SORTS, FacetValue, Hit, SearchRequest, SearchResult
+from searchsvc.query import (
+    SORTS,
+    FacetValue,
+    Hit,
+    SearchRequest,
+    SearchResult,
+    meaning_breakdown,
+)
 from searchsvc.records import Record
 from searchsvc.web.bibtex import to_bibtex
 from searchsvc.web.charts import year_bars
@@ -77,8 +83,8 @@ def _subject_counts(search_request: SearchRequest, result: SearchResult) -> list
     ticked = panel_subjects(search_request)
     if ticked:
         filters["subject"] = ticked
-    unfiltered = replace(
-        search_request, filters=filters, facets=("subject",), page=1, per_page=1, highlight=False
+    unfiltered = search_request.evolve(
+        filters=filters, facets=("subject",), page=1, per_page=1, highlight=False
     )
     return list(get_service().search_request(unfiltered).facets.get("subject", ()))
 
@@ -237,6 +243,7 @@ def author(name: str) -> str:
 
 
 bp.add_app_template_global(search_href, "search_href")
+bp.add_app_template_global(meaning_breakdown, "meaning_breakdown")
 
 
 @bp.app_template_filter("category_name")

@@ -10,11 +10,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable
 
+import numpy as np
+
+from searchsvc.embeddings import quantise, shared_encoder
+from searchsvc.embeddings.encoder import QUANTISATION_SCALE
+from searchsvc.hybrid import MEANING_FLOOR
 from searchsvc.query import SearchRequest, SearchResult
 from searchsvc.records import Record
 from searchsvc.subjects import taxonomy
 
 SUBJECT_FACETS = ("category", "subject")
+# hybrid.MEANING_FLOOR as a dot product of int8 vectors (cosine = dot / 127^2).
+FLOOR_DOT = MEANING_FLOOR * QUANTISATION_SCALE**2
 
 
 def facet_values(record: Record, facet: str, primary_only: bool = False) -> tuple[str, ...]:
@@ -151,3 +158,12 @@ def check_subject_counts(backend, records: Collection[Record], crosslists: str) 
             )
             assert backend.search(selection).total == count, (facet, archive)
     return expected
+
+
+def query_dots(
+    records: Iterable[Record], vectors: dict[str, np.ndarray], text: str
+) -> dict[str, int]:
+    """Each record's int8 dot product with the vector of `text` (the model's cosines, times
+    127^2); `vectors` holds the records' int8 vectors, made by the encoder directly."""
+    query = quantise(shared_encoder().embed_query(text)).astype(np.int32)
+    return {r.id: int(vectors[r.id].astype(np.int32) @ query) for r in records}

@@ -17,14 +17,19 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from searchsvc.backends import open_backend
+from searchsvc.embeddings import shared_encoder
 from searchsvc.errors import RecordNotFound
 from searchsvc.query import SearchRequest
+from searchsvc.querylang import parse_query
 from searchsvc.records import Record, id_problem
+from searchsvc.service import SearchService
 from tests.contract.reference import (
+    FLOOR_DOT,
     answered_facets,
     expected_facets,
     expected_ids,
     hit_ids,
+    query_dots,
 )
 from tests.support import examples
 
@@ -143,6 +148,40 @@ def check_searches(backend, model: dict[str, Record], data, rounds: int = 3) -> 
         assert answered_facets(result) == expected_facets(matched, request), request
 
 
+def check_modes(backend, model: dict[str, Record], data, rounds: int = 3) -> None:
+    """Hybrid and semantic searches (through the service, as every entry point searches): a
+    query using the language answers its matches exactly; plain words answer their matches
+    (hybrid) and the records at the meaning floor or nearer, counted apart."""
+    service = SearchService(backend)
+    records = list(model.values())
+    vectors = dict(zip(model, shared_encoder().embed_records(records), strict=True))
+    for _ in range(rounds):
+        q, matches = draw_query(data)
+        mode = data.draw(st.sampled_from(["hybrid", "semantic"]))
+        request = draw_request(data, q, per_page=100, mode=mode)
+        matched = [record for record in records if matches(record)]
+        with_words = expected_ids(matched, request)
+        result = service.search_request(request)
+        if parse_query(q).plain_words:
+            dots = query_dots(records, vectors, q)
+            # Found under all the filters: facet counts see no near record another excludes.
+            near = [
+                record
+                for record in records
+                if dots[record.id] >= FLOOR_DOT and record.id in expected_ids([record], request)
+            ]
+            answer = near + [r for r in matched if r not in near] if mode == "hybrid" else near
+            assert result.meaning_adds
+        else:
+            answer = matched
+            assert not result.meaning_adds and result.added_by_meaning == 0
+        wanted = expected_ids(answer, request)
+        assert result.total == len(wanted), request
+        assert set(hit_ids(result)) == wanted and len(result.hits) == len(wanted)
+        assert answered_facets(result) == expected_facets(answer, request), request
+        assert result.matched_by_words == len(wanted & with_words), request
+
+
 def sort_key(sort: str):
     if sort == "newest":
         return lambda record: (record.year is None, -(record.year or 0))
@@ -213,6 +252,15 @@ def test_a_generated_corpus_answers_as_the_model(engine, corpus, data):
         check_reads(backend, model)
         check_searches(backend, model, data)
         check_paging(backend, model, data)
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(corpus=CORPORA, data=st.data())
+def test_a_generated_corpus_answers_as_the_model_in_hybrid_and_semantic_modes(engine, corpus, data):
+    model = {record.id: record for record in corpus}
+    with open_backend(engine.new_location()) as backend:
+        backend.rebuild(corpus, vectors=True)
+        check_modes(backend, model, data)
 
 
 @settings(max_examples=examples(25), deadline=None)

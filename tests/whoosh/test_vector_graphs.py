@@ -12,6 +12,7 @@ import pytest
 from searchsvc.backends import open_backend
 from searchsvc.backends.whoosh.accel import vector_table
 from searchsvc.backends.whoosh.accel.vector_table import SegmentVectors, VectorTable
+from searchsvc.backends.whoosh.search import execute
 from searchsvc.embeddings import quantise
 from searchsvc.embeddings.ann import Graph, write_graph
 from searchsvc.hybrid import SEMANTIC_DEPTH
@@ -112,6 +113,8 @@ def semantic_ids(location: Path, query: str, **filters) -> list[str]:
 
 
 def test_builds_write_graphs_whose_answers_match_the_scan(graph_index, monkeypatch):
+    # The graph's recall over the whole depth: no meaning floor cuts the nearest short here.
+    monkeypatch.setattr(execute, "MEANING_FLOOR", -1.0)
     assert list(graph_index.glob("gen-*/*.vectorgraph"))
     with_graph = semantic_ids(graph_index, "dark matter in galaxy clusters")
     filtered = semantic_ids(graph_index, "dark matter", subject="astro-ph")

@@ -100,9 +100,9 @@ class SolrBackend(SearchBackend):
     ) -> SearchResult:
         # An older layout lacks fields the search asks for: say "rebuild", not "refused".
         self._check_layout(force=False)
-        # Without a vector (or a mode) a request is lexical, as on Whoosh; so is a query that
-        # matches every record (`*`): it has no meaning to rank by.
-        if vector is None or request.mode in (None, "lexical") or request.tree.match_all:
+        # The mode is the service's (SearchService.mode_for); without a vector a request is
+        # lexical, as on Whoosh.
+        if vector is None or request.mode in (None, "lexical"):
             return execute_search(self.connection, self.vocabulary, self.index_stems, request)
         return execute_vector_search(
             self.connection,

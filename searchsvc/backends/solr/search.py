@@ -211,13 +211,15 @@ def word_terms(compiled: CompiledQuery) -> list[tuple[str, str]]:
     return sorted({pair for terms in _correctable(compiled).values() for pair in terms})
 
 
-def word_count_facets(pairs_: list[tuple[str, str]]) -> str:
+def word_count_facets(pairs_: list[tuple[str, str]], **more: dict[str, Any]) -> str:
     """JSON facets counting, over the whole index (not the matches), the documents holding
-    each pair's term: asked in the search's own request, not in one more round trip."""
+    each pair's term: asked in the search's own request, not in one more round trip. `more`:
+    other JSON facets of the same request, by name."""
     facets = {
         f"w{n}": {"type": "query", "q": f"{{!term f={field}}}{term}", "domain": {"query": "*:*"}}
         for n, (field, term) in enumerate(pairs_)
     }
+    facets.update(more)
     return orjson.dumps(facets).decode()
 
 

@@ -1,18 +1,21 @@
 """Semantic and hybrid searches on a collection, and more-like-this by vector (searchsvc.hybrid
 has the rules of each mode; the Whoosh backend answers alike).
 
-A search takes two requests (hybrid by relevance, three):
+A search takes up to three requests:
 
-1. The nearest records: `{!knn}` over the records' int8 vectors as the main query, so that
-   every fq (records only, the year range, each facet's selection) pre-filters the vector
-   search: the SEMANTIC_DEPTH best it finds are the nearest records passing all the filters.
-   Their cosines are read back from Lucene's scores, exactly (`cosine_of`).
-2. The counted query, over the mode's records (semantic: the nearest, by id; hybrid: the
-   lexical query OR the nearest ids, these adding 0 to a score) with lexical mode's tagged
-   filters and facets that exclude their own tag: the exact total and facet counts of that set,
-   and the page: semantic, the nearest sorted by their similarity to the query
+1. Plain words only (hybrid.meaning_adds), the nearest records: `{!knn}` over the records' int8
+   vectors as the main query, so that every fq (records only, the year range, each facet's
+   selection) pre-filters the vector search: the SEMANTIC_DEPTH best it finds are the nearest
+   records passing all the filters; their cosines are read back from Lucene's scores, exactly
+   (`cosine_of`), and those below hybrid.MEANING_FLOOR are dropped. A query using the query
+   language skips this: meaning adds no record to it.
+2. The counted query, over the mode's records (semantic of plain words: the nearest, by id;
+   hybrid: the lexical query OR the nearest ids, these adding 0 to a score; otherwise the
+   lexical query) with lexical mode's tagged filters and facets that exclude their own tag:
+   the exact total, the facet counts and how many of the records match the query (a JSON
+   query facet), and the page: semantic, the records sorted by their similarity to the query
    (`vectorSimilarity`, the knn score); by another sort, as it says. Hybrid by relevance lists
-   the lexical matches in BM25 order instead (above 0; records found only by meaning score 0),
+   the lexical matches in DFR order instead (above 0; records found only by meaning score 0),
    each with its cosine (the same function), and hybrid.fused_page orders the page;
 3. whose records are then fetched by id.
 
@@ -59,7 +62,13 @@ from searchsvc.embeddings.encoder import QUANTISATION_SCALE
 from searchsvc.errors import RecordNotFound
 from searchsvc.facets import FACET_NAMES
 from searchsvc.highlighting import highlight_record
-from searchsvc.hybrid import SEMANTIC_DEPTH, fused_page, fusion_depth, lexical_depth
+from searchsvc.hybrid import (
+    SEMANTIC_DEPTH,
+    fused_page,
+    fusion_depth,
+    meaning_adds,
+    near_enough,
+)
 from searchsvc.query import Hit, SearchRequest, SearchResult
 from searchsvc.records import Record
 
@@ -81,6 +90,8 @@ _COSINE = f"cosine:{_SIMILARITY}"
 # Sorting by vectorSimilarity() itself fails (it has no double value, which sorts read); a sum
 # with 0 has, and is the same float.
 _BY_SIMILARITY = f"sum({_SIMILARITY},0) desc,seq asc"
+# The JSON facet counting the answer's records that match the query (the rest: meaning's).
+_MATCHED_WORDS = "matched_words"
 
 
 def execute_vector_search(
@@ -91,15 +102,19 @@ def execute_vector_search(
     vector: np.ndarray,
     mode: str,
 ) -> SearchResult:
-    """The SearchResult of a semantic or hybrid request whose query has words (not `*`);
-    `vector` is the query's unit vector."""
+    """The SearchResult of a semantic or hybrid request; `vector` is the unit vector of the
+    query's meaning (hybrid.meaning_text)."""
     started = time.perf_counter()
+    adds = meaning_adds(request.tree)
     vector_params = [(_VECTOR_PARAM, vector_text(quantise(vector)))]
     filters = [("fq", RECORDS_ONLY), *filter_params(request)]
-    nearest = nearest_records(connection, vector_params, filters, SEMANTIC_DEPTH)
+    nearest: list[tuple[str, float]] = []
+    if adds:
+        found = nearest_records(connection, vector_params, filters, SEMANTIC_DEPTH)
+        nearest = [(record_id, cosine) for record_id, cosine in found if near_enough(cosine)]
     # Semantic mode too marks the query's words in what it returns.
     compiled = compile_query(request.tree, request.fields, vocabulary, index_stems)
-    checked = word_terms(compiled) if mode == "hybrid" else []
+    checked = word_terms(compiled)
     params = [*vector_params, *filters]
     params += counted_params(request, mode, compiled, [i for i, _ in nearest], checked)
     answer = connection.post("select", params, form=True)
@@ -122,17 +137,18 @@ def execute_vector_search(
         )
         for record, score in ranked
     )
-    suggestion = None
-    if mode == "hybrid":
-        suggestion = did_you_mean(vocabulary, index_stems, compiled, known_terms(answer, checked))
+    matched = (answer.get("facets") or {}).get(_MATCHED_WORDS) or {}
     return SearchResult(
         request=request,
         total=total,
         hits=hits,
         facets=facet_counts(answer, request.facets, {f: request.selected(f) for f in FACET_NAMES}),
         took_ms=(time.perf_counter() - started) * 1000,
-        suggestion=suggestion,
+        suggestion=did_you_mean(vocabulary, index_stems, compiled, known_terms(answer, checked)),
         mode=mode,
+        # Without records found by meaning every record of the answer matches the query.
+        added_by_meaning=total - int(matched.get("count", 0)) if nearest else 0,
+        meaning_adds=adds,
     )
 
 
@@ -144,24 +160,30 @@ def counted_params(
     checked: list[tuple[str, str]],
 ) -> list[tuple[str, Any]]:
     """The counted query's parameters besides the filters: its match set, facets as in lexical
-    mode, and the page itself, or in hybrid mode by relevance the lexical ranking the page is
-    fused from. `checked`: the word terms did-you-mean counts (hybrid only)."""
+    mode, the count of its records matching the query, and the page itself, or in hybrid mode
+    by relevance the lexical ranking the page is fused from. `nearest`: the records meaning
+    adds (plain words only); `checked`: the word terms did-you-mean counts."""
     near_query, params = id_set(nearest, "nearest")
-    if mode == "hybrid":
+    if mode == "hybrid" and nearest:
         # The nearest ids add nothing to a lexical match's score, and score 0 alone.
         params.append(("q", f"({compiled.query}) OR ({near_query})^=0"))
-    else:
+    elif mode == "semantic" and meaning_adds(request.tree):
         params.append(("q", near_query))
+    else:
+        params.append(("q", compiled.query))
     params += facet_params(request.facets, request.facet_size, request.primary_only)
     params += selected_count_params(request)
-    if checked:
-        params.append(("json.facet", word_count_facets(checked)))
+    more = {}
+    if nearest:
+        more[_MATCHED_WORDS] = {"type": "query", "q": compiled.query}
+    if checked or more:
+        params.append(("json.facet", word_count_facets(checked, **more)))
     start = (request.page - 1) * request.per_page
     page = [("start", start), ("rows", request.per_page)]
     if request.effective_sort != "relevance":
         return [*params, ("fl", STORED_FIELDS), *page, ("sort", SORTS[request.effective_sort])]
     if mode == "semantic":
-        # The nearest in the order the knn search ranked them (cosine, then record order).
+        # Nearest first, in the order the knn search ranks them (cosine, then record order).
         return [
             *params,
             ("fl", f"{STORED_FIELDS},{_COSINE}"),
@@ -171,7 +193,7 @@ def counted_params(
     return [
         *params,
         ("fl", f"id,score,{_COSINE}"),
-        ("rows", lexical_depth(request.page, request.per_page)),
+        ("rows", fusion_depth(request.page, request.per_page)),
         ("sort", SORTS["relevance"]),
         *SINGLE_PASS,
     ]
@@ -190,8 +212,7 @@ def _fused_page(
         return []
     by_lexical, cosines = lexical_ranking(documents, dict(nearest))
     nearest_ids = [record_id for record_id, _ in nearest]
-    depth = fusion_depth(request.page, request.per_page)
-    return fused_page(by_lexical, depth, nearest_ids, cosines, start, request.per_page)
+    return fused_page(by_lexical, nearest_ids, cosines, start, request.per_page)
 
 
 def nearest_records(

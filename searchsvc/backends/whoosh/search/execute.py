@@ -24,7 +24,14 @@ from searchsvc.backends.whoosh.search.results import highlight_terms, hits_for
 from searchsvc.backends.whoosh.search.searcher import View
 from searchsvc.backends.whoosh.search.suggest import did_you_mean
 from searchsvc.facets import FACET_NAMES
-from searchsvc.hybrid import SEMANTIC_DEPTH, fused_page, fusion_depth, lexical_depth, resolved
+from searchsvc.hybrid import (
+    MEANING_FLOOR,
+    SEMANTIC_DEPTH,
+    fused_page,
+    fusion_depth,
+    meaning_adds,
+    resolved,
+)
 from searchsvc.query import SearchRequest, SearchResult
 from searchsvc.querylang import QueryTree
 
@@ -32,54 +39,61 @@ from searchsvc.querylang import QueryTree
 def execute_search(
     view: View, request: SearchRequest, query_vector: np.ndarray | Future[np.ndarray] | None = None
 ) -> SearchResult:
-    """The SearchResult of a request on one snapshot of the index; `query_vector` is the
-    query's unit vector (or a Future of it) for the hybrid and semantic modes (hybrid.py says
-    what each returns). The words are matched before the vector is waited for."""
+    """The SearchResult of a request on one snapshot of the index, in `request.mode` (chosen
+    by the service); `query_vector` is the unit vector of hybrid.meaning_text (or a Future of
+    it) for the hybrid and semantic modes (hybrid.py says what each returns). The words are
+    matched before the vector is waited for."""
     started = time.perf_counter()
     searcher, table = view.searcher, view.facets
     parsed = compile_for(view, request.tree, request.fields)
-    # A query matching every record (`*`) has no meaning to rank by: listed as in lexical mode.
-    meaningful = query_vector is not None and not parsed.match_all
-    mode = request.mode if meaningful and request.mode else "lexical"
+    mode = request.mode or "lexical"
+    vectors = view.vectors
+    if query_vector is None or vectors is None:
+        mode = "lexical"  # a caller that skipped the service, or an index without vectors
+    adds = mode != "lexical" and meaning_adds(request.tree)
 
     scores = None
     term_query = None if parsed.match_all else extract_terms(parsed.query)
     model = model_of(searcher.weighting) if term_query is not None else None
-    if mode == "semantic":
-        matched = np.zeros_like(table.live)
-    elif term_query is not None and model is not None:
+    if term_query is not None and model is not None:
         arrays = view.shared("ranking", lambda s: SnapshotArrays(s.reader()))
         scored = score_all(arrays, searcher.reader(), term_query, model)
-        matched, scores = scored.matched, scored.scores
+        lexical, scores = scored.matched, scored.scores
     else:
-        matched = matching_documents(searcher, table, parsed)
+        lexical = matching_documents(searcher, table, parsed)
     year_range = table.year_range(request.year_from, request.year_to)
     if year_range is not None:
-        matched &= year_range
+        lexical &= year_range
     filters = facet_filters(table, request)
-    lexical = matched.copy()  # the lexical matches (within the year range)
 
-    vectors = view.vectors if mode != "lexical" else None
-    vector = resolved(query_vector) if vectors is not None and query_vector is not None else None
+    vector = None
+    if mode != "lexical" and query_vector is not None:
+        vector = resolved(query_vector)
     nearest_docs = np.zeros(0, dtype=np.int64)
     nearest_scores = np.zeros(0, dtype=np.float32)
-    if vectors is not None and vector is not None:
+    if adds:
+        assert vectors is not None and vector is not None
         passing = table.live.copy()
         if year_range is not None:
             passing &= year_range
         for mask in filters.values():
             passing &= mask
         nearest_docs, nearest_scores = vectors.nearest(vector, passing, SEMANTIC_DEPTH)
-        matched[nearest_docs] = True
+        near = nearest_scores >= MEANING_FLOOR
+        nearest_docs, nearest_scores = nearest_docs[near], nearest_scores[near]
 
-    selected = matched.copy()
+    # The answer before the facet filters (facet counts leave each facet's own out).
+    answer = np.zeros_like(table.live) if mode == "semantic" and adds else lexical.copy()
+    answer[nearest_docs] = True
+    selected = answer.copy()
     for mask in filters.values():
         selected &= mask
     total = int(np.count_nonzero(selected))
+    added_by_meaning = total - int(np.count_nonzero(selected & lexical))
 
     facets = disjunctive_counts(
         table,
-        matched,
+        answer,
         filters,
         request.facets,
         request.facet_size,
@@ -92,28 +106,24 @@ def execute_search(
     )
     if start >= total:
         ranked: list[tuple[int, float | None]] = []
-    elif relevance and mode == "semantic":
+    elif relevance and mode == "semantic" and adds:
         window = slice(start, start + request.per_page)
         ranked = list(
             zip(nearest_docs[window].tolist(), nearest_scores[window].tolist(), strict=True)
         )
-    elif relevance and mode == "hybrid" and vectors is not None and vector is not None:
+    elif relevance and mode == "semantic":
+        # A query using the language: its own matches, nearest the words' meaning first.
+        assert vectors is not None and vector is not None
+        ranked = _by_cosine(vectors, vector, selected, start, request.per_page)
+    elif relevance and mode == "hybrid":
+        assert vectors is not None and vector is not None
         lexical_selected = lexical.copy()
         for mask in filters.values():
             lexical_selected &= mask
-        page_size = (request.page, request.per_page)
-        by_lexical = _lexical_ranking(
-            searcher, parsed, scores, lexical_selected, lexical_depth(*page_size)
-        )
+        depth = fusion_depth(request.page, request.per_page)
+        by_lexical = _lexical_ranking(searcher, parsed, scores, lexical_selected, depth)
         ranked = _fused_page(
-            by_lexical,
-            fusion_depth(*page_size),
-            nearest_docs,
-            nearest_scores,
-            vectors,
-            vector,
-            start,
-            request.per_page,
+            by_lexical, nearest_docs, nearest_scores, vectors, vector, start, request.per_page
         )
     elif relevance and scores is not None:
         docnums, page_scores = top(scores, selected, request.per_page, start)
@@ -130,16 +140,29 @@ def execute_search(
 
     marked = highlight_terms(parsed.query) if request.highlight else None
     hits = hits_for(searcher, ranked, marked)
-    suggestion = did_you_mean(view, parsed) if mode != "semantic" else None
     return SearchResult(
         request=request,
         total=total,
         hits=hits,
         facets=facets,
         took_ms=(time.perf_counter() - started) * 1000,
-        suggestion=suggestion,
+        suggestion=did_you_mean(view, parsed),
         mode=mode,
+        added_by_meaning=added_by_meaning,
+        meaning_adds=adds,
     )
+
+
+def _by_cosine(
+    vectors: VectorTable, vector: np.ndarray, selected: np.ndarray, start: int, per_page: int
+) -> list[tuple[int, float | None]]:
+    """Ranks [start, start + per_page) of the selected documents by their cosine to the query
+    (a document without a vector: 0), ties by document number."""
+    docnums = np.flatnonzero(selected)
+    cosines = np.full(len(selected), -np.inf, dtype=np.float64)
+    cosines[docnums] = vectors.cosines_of(vector, docnums)
+    found, found_cosines = top(cosines, selected, per_page, start)
+    return list(zip(found.tolist(), found_cosines.tolist(), strict=True))
 
 
 def _lexical_ranking(
@@ -162,7 +185,6 @@ def _lexical_ranking(
 
 def _fused_page(
     by_lexical: list[tuple[int, float]],
-    depth: int,
     nearest_docs: np.ndarray,
     nearest_scores: np.ndarray,
     vectors: VectorTable,
@@ -177,7 +199,7 @@ def _fused_page(
     if len(unscored):
         scores = vectors.cosines_of(vector, unscored)
         cosine_of.update(zip(unscored.tolist(), scores.tolist(), strict=True))
-    page = fused_page(by_lexical, depth, nearest_docs.tolist(), cosine_of, start, per_page)
+    page = fused_page(by_lexical, nearest_docs.tolist(), cosine_of, start, per_page)
     return [(docnum, score) for docnum, score in page]
 
 
