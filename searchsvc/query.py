@@ -363,8 +363,8 @@ def records_count(count: int) -> str:
 
 def meaning_breakdown(result: SearchResult) -> str | None:
     """How meaning took part in a result, for a person (the CLI's first line, the web page):
-    `4 with your words, 6 related by meaning`; None for a lexical search."""
-    if result.mode == "lexical":
+    `4 with your words, 6 related by meaning`; None for a lexical search or no records."""
+    if result.mode == "lexical" or not result.total:
         return None
     if result.meaning_adds:
         return (
