@@ -86,7 +86,7 @@ test-fast: $(BIN)/.installed-test
 # The API fuzzed by schemathesis from its OpenAPI document, every check on: 20 times the
 # requests `make test` sends (about 20,000 reads and 20,000 writes).
 fuzz-api: $(BIN)/.installed-test
-	SEARCHSVC_FUZZ_SCALE=20 $(BIN)/python -m pytest tests/test_openapi.py -k generated -q
+	SEARCHSVC_FUZZ_SCALE=20 $(BIN)/python -m pytest tests/api/test_openapi.py -k generated -q
 
 typecheck: $(BIN)/.installed-test
 	$(BIN)/mypy

@@ -105,7 +105,7 @@ def run(root: Path, corpus, count: int, k: int) -> None:
     from searchsvc.backends.whoosh.queries.compile import compile_query
     from searchsvc.backends.whoosh.ranking import weighting
     from searchsvc.backends.whoosh.store import IndexDirectory
-    from searchsvc.querylang import parse_query
+    from searchsvc.domain.querylang import parse_query
 
     index = IndexDirectory(root).open()
     searcher = index.searcher(weighting=weighting())

@@ -57,7 +57,7 @@ from benchmarks.common import (
     print_section,
     timed,
 )
-from searchsvc.facets import FACET_NAMES
+from searchsvc.domain.facets import FACET_NAMES
 from searchsvc.service import SearchService
 
 LUA = """

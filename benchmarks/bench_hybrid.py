@@ -33,7 +33,7 @@ from benchmarks.common import (
     timed,
 )
 from benchmarks.engines import BUILD_INFO
-from searchsvc.hybrid import MODES
+from searchsvc.domain.modes import MODES
 
 WARM_UP = 30
 
@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from searchsvc.backends import open_backend
+    from searchsvc.domain.query import SearchRequest
     from searchsvc.embeddings import shared_encoder
-    from searchsvc.query import SearchRequest
     from searchsvc.service import SearchService
 
     corpus = load_arxiv(limit=args.limit)

@@ -80,7 +80,7 @@ def run_build(mode: str, data: Path, limit: int | None) -> dict:
 
 
 def searchsvc_build(data: Path, limit: int | None, index_dir: Path, procs: int | None) -> dict:
-    from searchsvc.indexer import build_index
+    from searchsvc.indexing.indexer import build_index
 
     source = data
     if limit:
@@ -101,7 +101,7 @@ def plain_build(data: Path, limit: int | None, index_dir: Path) -> dict:
 
     from searchsvc.backends.whoosh.documents import to_document
     from searchsvc.backends.whoosh.schema import build_schema
-    from searchsvc.records import Deduplicator
+    from searchsvc.domain.records import Deduplicator
     from searchsvc.sources import read_records
 
     started = time.perf_counter()

@@ -4,10 +4,10 @@
 
 One run, both engines side by side, on the same Record list and the same query set:
 
-- the local SolrCloud (`searchsvc.solrcluster.LocalCluster`: ZooKeeper and two Solr nodes, one
-  JVM each, on free ports, data in a temporary directory): time from `start()` until every node
-  is live, and the time to create the collection (configset upload + CREATE of SHARDS x
-  REPLICAS, waiting for its final state), both as the backend's first `rebuild()` does them;
+- the local SolrCloud (`searchsvc.devtools.solrcluster.LocalCluster`: ZooKeeper and two Solr nodes,
+  one JVM each, on free ports, data in a temporary directory): time from `start()` until every node
+  is live, and the time to create the collection (configset upload + CREATE of SHARDS x REPLICAS,
+  waiting for its final state), both as the backend's first `rebuild()` does them;
 - ingest through `backend.rebuild(records)`: records/s into the SolrCloud collection and into a
   Whoosh index directory (split for Solr into collection creation, sending, commit);
 - search_speed.py's query set in its mode (c), faceted (author, year, category; exact counts)
@@ -66,7 +66,7 @@ from benchmarks.search_speed import (
     load_average,
     top_overlap,
 )
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 
 COLLECTION = "bench"
 # The timed mode of search_speed.py: faceted (exact counts) and highlighted, top 10.
@@ -307,7 +307,7 @@ def snapshot(label: str, cluster, pids: dict[str, int], live_heap: bool = False)
 
 def time_cluster_start(cluster) -> tuple[float, float | None]:
     """Seconds from `start()` until every node is live, and until ZooKeeper answered `ruok`."""
-    from searchsvc.solrcluster.status import zookeeper_ok
+    from searchsvc.devtools.solrcluster.status import zookeeper_ok
 
     zk_ready: list[float] = []
     done = threading.Event()
@@ -445,7 +445,7 @@ class RequestLog:
 
 
 def search_request(task: Task):
-    from searchsvc.query import SearchRequest
+    from searchsvc.domain.query import SearchRequest
 
     return SearchRequest(
         q=task.query,
@@ -809,7 +809,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     from searchsvc.backends import open_backend
-    from searchsvc.solrcluster import LocalCluster
+    from searchsvc.devtools.solrcluster import LocalCluster
 
     corpus = load_arxiv(limit=args.records, reuse_records=args.reuse_records)
     records = list(corpus.records)

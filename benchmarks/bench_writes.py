@@ -72,7 +72,7 @@ from benchmarks.common import (
     percentile,
     print_section,
 )
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 from searchsvc.tasks import MAX_WAIT_SECONDS, TaskQueue, queue_path
 from searchsvc.tasks.keys import KeyStore
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from whoosh.analysis import STOP_WORDS as WHOOSH_STOP_WORDS
 
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE_DIR = Path(os.environ.get("SEARCHSVC_BENCH_CACHE", ROOT / "benchmarks" / ".cache"))
@@ -34,7 +34,7 @@ SCIFACT = DATA_DIR / "scifact-dev"
 # Bump when the fallback Kaggle conversion below changes.
 FALLBACK_LOADER_VERSION = 1
 # Code whose changes change the Records a source file turns into.
-_RECORD_CODE = ("searchsvc/records.py", "searchsvc/texts.py", "searchsvc/sources")
+_RECORD_CODE = ("searchsvc/domain/records.py", "searchsvc/domain/texts.py", "searchsvc/sources")
 
 # Query words: plain ASCII words, so that every engine's query syntax reads them the same way.
 _WORD = re.compile(r"[a-z]+")
@@ -136,7 +136,7 @@ def _read_arxiv(path: Path, loader: str) -> Iterator[Record]:
 
 def _record_from_kaggle(data: dict) -> Record:
     # Stand-in for searchsvc.sources' Kaggle reader until it lands: same fields, same cleaning.
-    from searchsvc.texts import tex_to_text
+    from searchsvc.domain.texts import tex_to_text
 
     authors = tuple(
         tex_to_text(" ".join(part for part in (first, last, suffix) if part))

@@ -31,7 +31,7 @@ Correctly spelt words:
 Figures: a correction is right when it is the word meant or has its stem (it finds the same
 records); precision = right / corrected, recall = right / typos; for words spelt right, the
 false-suggestion rate = words given any suggestion / words.
-`--set NAME=VALUE` overrides a constant of searchsvc/backends/spelling.py (the rule both
+`--set NAME=VALUE` overrides a constant of searchsvc/backends/shared/spelling.py (the rule both
 engines follow) for the run, to compare variants of the rule.
 """
 
@@ -61,9 +61,9 @@ from benchmarks.common import (
 )
 from benchmarks.engines import prepare
 from benchmarks.engines.searchsvc_core import SearchsvcEngine
-from searchsvc.query import SearchRequest
-from searchsvc.records import Record
-from searchsvc.texts import fold
+from searchsvc.domain.query import SearchRequest
+from searchsvc.domain.records import Record
+from searchsvc.domain.texts import fold
 
 SEEDS = ROOT / "seeds"
 SEED = 2025
@@ -97,7 +97,7 @@ _QWERTY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 # -- corpora and their words --------------------------------------------------------------------
 def load_seeds() -> Corpus:
     """The seed corpus, read and deduplicated as the indexer does."""
-    from searchsvc.records import Deduplicator
+    from searchsvc.domain.records import Deduplicator
     from searchsvc.sources import read_records
 
     dedupe = Deduplicator()
@@ -347,12 +347,12 @@ def apply_constants(assignments: Sequence[str]) -> dict[str, object]:
     applied: dict[str, object] = {}
     if not assignments:
         return applied
-    from searchsvc.backends import spelling
+    from searchsvc.backends.shared import spelling
 
     for assignment in assignments:
         name, _, value = assignment.partition("=")
         if not hasattr(spelling, name):
-            sys.exit(f"searchsvc.backends.spelling has no constant {name}")
+            sys.exit(f"searchsvc.backends.shared.spelling has no constant {name}")
         applied[name] = ast.literal_eval(value)
         setattr(spelling, name, applied[name])
     return applied
@@ -410,7 +410,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="override a constant of searchsvc/backends/spelling.py (Python literal value)",
+        help="override a constant of searchsvc/backends/shared/spelling.py (Python literal value)",
     )
     parser.add_argument("--examples", type=int, default=15, help="mistakes shown per list")
     args = parser.parse_args(argv)

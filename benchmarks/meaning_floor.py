@@ -90,9 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
 
+    from searchsvc.domain.modes import MEANING_FLOOR
     from searchsvc.embeddings import quantise, shared_encoder
     from searchsvc.embeddings.encoder import QUANTISATION_SCALE
-    from searchsvc.hybrid import MEANING_FLOOR
     from searchsvc.sources import read_records
 
     encoder = shared_encoder()

@@ -31,7 +31,7 @@ from benchmarks.common import (
     print_section,
 )
 from benchmarks.engines import Engine, EngineUnavailable, Task, engine_classes, prepare
-from searchsvc.errors import SearchsvcError
+from searchsvc.domain.errors import SearchsvcError
 
 DEPTH = 100
 # Each row: label, engine name, adapter options.
@@ -167,9 +167,9 @@ def fusion_sweep(data: RelevanceSet) -> None:
     reciprocal-rank fusion, best first. Train split only: the weight is picked here."""
     import numpy as np
 
-    from searchsvc import hybrid
+    from searchsvc.domain import modes as hybrid
+    from searchsvc.domain.query import SearchRequest
     from searchsvc.embeddings.scan import cosines
-    from searchsvc.query import SearchRequest
 
     engine = open_variant("searchsvc_hybrid", data)
     backend, encoder = engine.backend, engine.encoder

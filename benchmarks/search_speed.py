@@ -349,9 +349,9 @@ def searchsvc_ranking_oracle(plain: Engine):
     """Stock Whoosh ranking with searchsvc's ranked fields, boosts and weighting model, on the
     plain Whoosh index (same analysis): the exact ranking a fast path must reproduce."""
     try:
-        from searchsvc.backends import ranked_fields
+        from searchsvc.backends.shared import ranked_fields
         from searchsvc.backends.whoosh.ranking import weighting as searchsvc_weighting
-        from searchsvc.query import SEARCH_FIELDS
+        from searchsvc.domain.query import SEARCH_FIELDS
 
         fields = ranked_fields.index_fields(SEARCH_FIELDS)
         boosts = {name: ranked_fields.FIELD_BOOSTS.get(name, 1.0) for name in fields}

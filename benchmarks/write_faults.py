@@ -95,7 +95,7 @@ from benchmarks.bench_writes import (
     wait_for_tasks,
 )
 from benchmarks.common import format_table, log, percentile, print_section
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 from searchsvc.tasks import queue_path
 
 PARTS = ("kill", "load", "readonly", "fulldisk")

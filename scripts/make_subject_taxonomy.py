@@ -1,4 +1,4 @@
-"""Regenerate searchsvc/subjects/arxiv_taxonomy.json from arXiv's own taxonomy (arxiv-base).
+"""Regenerate searchsvc/domain/subjects/arxiv_taxonomy.json from arXiv's own taxonomy (arxiv-base).
 
     python scripts/make_subject_taxonomy.py [--wheel PATH] [--out PATH]
 

@@ -53,7 +53,7 @@ def serve(index_dir: Path) -> Iterator[str]:
 
 
 def build_seed_index(index_dir: Path) -> None:
-    from searchsvc.indexer import build_index
+    from searchsvc.indexing.indexer import build_index
 
     build_index([ROOT / "seeds"], index_dir)
 

@@ -12,7 +12,7 @@ import threading
 
 from flask import Flask, current_app
 
-from searchsvc.errors import InvalidLocation, TaskQueueUnavailable
+from searchsvc.domain.errors import InvalidLocation, TaskQueueUnavailable
 from searchsvc.service import SearchService
 from searchsvc.tasks import TaskQueue, TaskWriter, queue_path
 from searchsvc.tasks.keys import KeyStore
@@ -94,7 +94,6 @@ def start_writer(app: Flask) -> TaskWriter | None:
         return None
     # The process's own backend: a batch it writes is visible to this worker's searches at once
     # (other workers follow within their refresh), and no second copy of its snapshot is held.
-    backend = app.extensions[_EXTENSION].get().backend
-    writer = TaskWriter(_queue_of(app), backend)
+    writer = app.extensions[_EXTENSION].get().task_writer(_queue_of(app))
     app.extensions[_WRITER] = writer.start_thread()
     return writer

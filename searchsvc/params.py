@@ -15,10 +15,10 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, post_load, validate
 from webargs.fields import DelimitedList
 
-from searchsvc.errors import InvalidRequest
-from searchsvc.facets import CROSSLISTS, FACET_NAMES, FACETS, Facet
-from searchsvc.hybrid import MEANING_FLOOR, MODES, SEMANTIC_DEPTH
-from searchsvc.query import (
+from searchsvc.domain.errors import InvalidRequest
+from searchsvc.domain.facets import CROSSLISTS, FACET_NAMES, FACETS, Facet
+from searchsvc.domain.modes import MEANING_FLOOR, MODES, SEMANTIC_DEPTH
+from searchsvc.domain.query import (
     DEFAULT_FACET_SIZE,
     DEFAULT_PER_PAGE,
     MAX_FACET_SIZE,
@@ -31,7 +31,7 @@ from searchsvc.query import (
     SORTS,
     SearchRequest,
 )
-from searchsvc.records import MAX_YEAR, MIN_YEAR
+from searchsvc.domain.records import MAX_YEAR, MIN_YEAR
 
 # A query-string mapping: Werkzeug's MultiDict, or a plain dict of a string or a list of them.
 QueryParams = Mapping[str, Any]
@@ -255,36 +255,6 @@ def check_year_order(request: SearchRequest) -> SearchRequest:
             "invalid parameter year_from: year_from is after year_to", parameter="year_from"
         )
     return request
-
-
-def query_params(request: SearchRequest, *, omit: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """The query-string pairs `search_request_from` turns back into `request`, in a stable order,
-    defaults left out (and the parameters named in `omit`)."""
-    pairs: list[tuple[str, str]] = []
-    if request.q:
-        pairs.append(("q", request.q))
-    for name in FACET_NAMES:
-        pairs.extend((name, value) for value in request.selected(name))
-    for name in ("year_from", "year_to", "sort"):
-        if getattr(request, name) is not None:
-            pairs.append((name, str(getattr(request, name))))
-    if request.page != 1:
-        pairs.append(("page", str(request.page)))
-    if request.per_page != DEFAULT_PER_PAGE:
-        pairs.append(("per_page", str(request.per_page)))
-    if request.facets != FACET_NAMES:
-        pairs.append(("facets", ",".join(request.facets)))
-    if request.facet_size != DEFAULT_FACET_SIZE:
-        pairs.append(("facet_size", str(request.facet_size)))
-    if not request.highlight:
-        pairs.append(("highlight", "false"))
-    if request.fields != SEARCH_FIELDS:
-        pairs.append(("fields", ",".join(request.fields)))
-    if request.crosslists != "include":
-        pairs.append(("crosslists", request.crosslists))
-    if request.mode is not None:
-        pairs.append(("mode", request.mode))
-    return [pair for pair in pairs if pair[0] not in omit]
 
 
 def _stripped(value: Any) -> Any:

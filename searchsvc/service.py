@@ -13,12 +13,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from searchsvc.backends import SearchBackend, WriteResult, open_backend
-from searchsvc.embeddings import shared_encoder
-from searchsvc.errors import ModelUnavailable, ModeUnavailable
-from searchsvc.facets import CROSSLISTS, FACET_NAMES
-from searchsvc.hybrid import meaning_text
-from searchsvc.query import (
+from searchsvc.backends import SearchBackend, open_backend
+from searchsvc.domain.errors import ModelUnavailable, ModeUnavailable, SearchsvcError
+from searchsvc.domain.facets import CROSSLISTS, FACET_NAMES
+from searchsvc.domain.index_reports import CheckedPart, WriteResult
+from searchsvc.domain.modes import meaning_text
+from searchsvc.domain.query import (
     DEFAULT_FACET_SIZE,
     DEFAULT_PER_PAGE,
     SEARCH_FIELDS,
@@ -33,7 +33,9 @@ from searchsvc.query import (
     check_text,
     labelled,
 )
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
+from searchsvc.embeddings import shared_encoder
+from searchsvc.tasks import TaskQueue, TaskWriter
 
 DEFAULT_LIMIT = 10
 DEFAULT_AUTHOR_PER_PAGE = 20
@@ -85,7 +87,7 @@ class SearchService:
         takes a category, archive or group (`category="cs"` is every cs.* record);
         `crosslists="exclude"` keeps subject filters and counts to primary categories.
         Facet values carry `label` and `parent` (subjects named from arXiv's taxonomy).
-        `mode` is lexical, hybrid or semantic (searchsvc.hybrid); by default hybrid where the
+        `mode` is lexical, hybrid or semantic (searchsvc.domain.modes); by default hybrid where the
         index has vectors, else lexical. `result.mode` says which one ranked the hits.
         """
         request = SearchRequest.from_params(
@@ -130,29 +132,36 @@ class SearchService:
         never fails for want of vectors or of the model."""
         if request.mode == "lexical" or not meaning_text(request.tree):
             return "lexical"
+        if not self._meaning_available(request.mode):
+            return "lexical"
+        return request.mode or "hybrid"
+
+    def _meaning_available(self, mode: str | None) -> bool:
+        """Whether the index's vectors and the installed model can rank by meaning; where
+        they cannot, False for the default mode (None), an error saying why for one asked."""
         model = self.backend.vector_model()
         if model is None:
-            if request.mode is None:
-                return "lexical"
+            if mode is None:
+                return False
             raise ModeUnavailable(
-                f"mode={request.mode} needs an index with vectors, and this one has none "
+                f"mode={mode} needs an index with vectors, and this one has none "
                 "(rebuild it with the embedding model installed: searchsvc index --vectors)",
                 parameter="mode",
             )
         try:
             encoder = shared_encoder(threads=1)
         except ModelUnavailable:
-            if request.mode is None:
-                return "lexical"
+            if mode is None:
+                return False
             raise
         if encoder.fingerprint != model:
-            if request.mode is None:
-                return "lexical"
+            if mode is None:
+                return False
             raise ModelUnavailable(
-                f"mode={request.mode}: the index's vectors were made by another model version "
+                f"mode={mode}: the index's vectors were made by another model version "
                 "than the one installed; rebuild the index"
             )
-        return request.mode or "hybrid"
+        return True
 
     def get(self, record_id: str) -> Record:
         """The record with this id; raises RecordNotFound."""
@@ -223,6 +232,34 @@ class SearchService:
     def version(self) -> str:
         """A token that changes whenever the index content changes."""
         return self.backend.version()
+
+    @property
+    def location(self) -> str:
+        """The index's location, as a URL (`whoosh:///abs/path`, `solr://...`)."""
+        return self.backend.location
+
+    def warning(self) -> str | None:
+        """What is served instead of the live index, and why (a damaged live generation, the
+        previous one answering), or None when the live index answers."""
+        return self.backend.warning()
+
+    def check(self) -> tuple[CheckedPart, ...]:
+        """Check every part of the index (the live one, the one kept to fall back on) and say
+        what is damaged."""
+        return self.backend.check()
+
+    def has_vectors(self) -> bool:
+        """Whether searches can rank by meaning here: the index has vectors, made by the
+        installed model."""
+        try:
+            return self._meaning_available(None)
+        except SearchsvcError:
+            return False
+
+    def task_writer(self, queue: TaskQueue, **options: Any) -> TaskWriter:
+        """A writer applying `queue`'s tasks to this index (TaskWriter's options): writes it
+        commits are visible to this service's searches at once."""
+        return TaskWriter(queue, self.backend, **options)
 
     def records(self) -> Iterator[Record]:
         """Every record in the index."""

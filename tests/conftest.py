@@ -20,8 +20,9 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 KAGGLE_SAMPLE = SHARED_DATA / "arxiv-kaggle-sample" / "arxiv-metadata-oai-snapshot.head200.json"
 
 # Embedding every record costs about 30 ms on these machines: indexes the tests build are
-# lexical unless a test asks for vectors (tests/test_modes.py and the contract's mode tests
-# do, with vectors=True); the servers and commands the tests start inherit this.
+# lexical unless a test asks for vectors (tests/test_modes_on_every_surface.py and the
+# contract's mode tests do, with vectors=True); the servers and commands the tests start
+# inherit this.
 os.environ.setdefault("SEARCHSVC_VECTORS", "off")
 
 
@@ -133,10 +134,10 @@ def runner():
 
 @pytest.fixture(scope="session")
 def solr_cluster(tmp_path_factory):
-    """A running local SolrCloud (ZooKeeper + 2 nodes, tests.solr_cluster), shared by the whole
+    """A running local SolrCloud (ZooKeeper + 2 nodes, tests.solr.cluster), shared by the whole
     session and started only when a test asks for it (about 10-25 s). Do not stop or kill its
-    nodes: start your own with tests.solr_cluster.running_cluster for that."""
-    from tests.solr_cluster import running_cluster
+    nodes: start your own with tests.solr.cluster.running_cluster for that."""
+    from tests.solr.cluster import running_cluster
 
     with running_cluster(tmp_path_factory.mktemp("solr-cluster")) as cluster:
         yield cluster

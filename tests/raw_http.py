@@ -1,7 +1,7 @@
 """Raw HTTP over a socket, for requests no HTTP library sends (a 16 MB request line, bytes no
 HTTP allows, a negative Content-Length), and `searchsvc serve` started on a free port.
 
-Used by tests/test_serve_front.py, tests/test_gunicorn.py and benchmarks/bench_attack.py.
+Used by tests/serving/test_front.py, tests/serving/test_gunicorn.py and benchmarks/bench_attack.py.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from html.parser import HTMLParser
 
 from searchsvc.backends import open_backend
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 
 # `make test-fast` sets this: property tests run a tenth of their examples (see `examples`).
 FAST = os.environ.get("SEARCHSVC_TESTS") == "fast"
@@ -154,7 +154,7 @@ def marks(fragment: str) -> list[str]:
 
 def read_corpus(*paths) -> tuple:
     """The records of input files or directories, read and deduplicated as the indexer does."""
-    from searchsvc.records import Deduplicator
+    from searchsvc.domain.records import Deduplicator
     from searchsvc.sources import read_records
 
     dedupe = Deduplicator()
@@ -169,8 +169,8 @@ def draw_seed_request(data, records, vocabulary):
     counted (100 values), no highlights."""
     from hypothesis import strategies as st
 
-    from searchsvc.query import SearchRequest
-    from searchsvc.subjects import taxonomy
+    from searchsvc.domain.query import SearchRequest
+    from searchsvc.domain.subjects import taxonomy
 
     authors = sorted({a for r in records for a in r.authors})
     categories = sorted({c for r in records for c in r.categories})

@@ -1,5 +1,6 @@
-"""The layering of searchsvc, read from its imports: the engine stays in its backend, the domain
-knows neither Flask nor Whoosh, and the in-process API loads neither."""
+"""The layering of searchsvc, read from its imports: each folder imports only the layers below it
+(ARCHITECTURE.md draws them), the domain nothing else of the package, no entry point an engine,
+the client only the domain, and the engines stay in their packages."""
 
 from __future__ import annotations
 
@@ -15,22 +16,53 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "searchsvc"
 WHOOSH_BACKEND = PACKAGE / "backends" / "whoosh"
 SERVING = PACKAGE / "serving"
-
-DOMAIN = (
-    "records.py",
-    "query.py",
-    "querylang/*.py",
-    "facets.py",
-    "errors.py",
-    "params.py",
-    "service.py",
-    "indexer.py",
-    "texts.py",
-    "sources/*.py",
-    "backends/__init__.py",
-    "backends/contract.py",
-)
 WEB_AND_ENGINE = ("flask", "werkzeug", "whoosh")
+
+# The layers: a module's layer is its folder under searchsvc/ (backends/ split into its core,
+# the code every engine shares, and each engine), or the top-level module itself.
+ENGINES = ("backends.whoosh", "backends.solr")
+ENTRY_POINTS = ("api", "web", "cli", "serving", "extension", "app")
+# What each layer may import of the package besides itself. Data flows one way: an entry
+# point speaks the domain and the service; the service and the write side speak the engine
+# contract (`backends`, its core); only the core opens an engine, by import path, on demand.
+MAY_IMPORT: dict[str, frozenset[str]] = {
+    name: frozenset(allowed)
+    for name, allowed in {
+        "domain": (),
+        "system": (),
+        "http": ("domain",),
+        "sources": ("domain", "system"),
+        "embeddings": ("domain", "system"),
+        "backends": ("domain",),
+        "backends.shared": ("domain", "backends", "embeddings"),
+        "backends.whoosh": ("domain", "system", "embeddings", "backends", "backends.shared"),
+        "backends.solr": ("domain", "system", "embeddings", "backends", "backends.shared"),
+        "tasks": ("domain", "backends"),
+        "indexing": ("domain", "system", "sources", "embeddings", "backends", "tasks"),
+        "service": ("domain", "backends", "embeddings", "tasks"),
+        "params": ("domain",),
+        "config": ("domain", "backends"),
+        "client": ("domain",),
+        "devtools": ("domain", "system"),
+        "extension": ("domain", "service", "tasks", "config"),
+        "api": ("domain", "http", "params", "service", "extension", "tasks", "config"),
+        "web": ("domain", "http", "params", "service", "extension", "config"),
+        "cli": (
+            "domain",
+            "system",
+            "sources",
+            "params",
+            "service",
+            "indexing",
+            "tasks",
+            "config",
+            "devtools",
+        ),
+        "serving": ("domain", "system", "http", "extension", "config"),
+        "app": ("domain", "http", "api", "web", "extension", "config"),
+        "searchsvc": ("service",),  # the package's __init__: SearchService, on first use
+    }.items()
+}
 
 
 def module_name(path: Path) -> str:
@@ -38,12 +70,23 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def layer_of(name: str) -> str:
+    """The layer of a searchsvc module name (`searchsvc.backends.whoosh.store` is
+    `backends.whoosh`, `searchsvc.service` is `service`)."""
+    parts = name.split(".")[1:]
+    if not parts:
+        return "searchsvc"
+    if parts[0] == "backends" and len(parts) > 1 and parts[1] in ("shared", "whoosh", "solr"):
+        return f"backends.{parts[1]}"
+    return parts[0]
+
+
 def python_files(root: Path = PACKAGE) -> list[Path]:
     return sorted(root.rglob("*.py"))
 
 
 def domain_files() -> list[Path]:
-    return sorted({path for pattern in DOMAIN for path in PACKAGE.glob(pattern)})
+    return python_files(PACKAGE / "domain")
 
 
 @cache
@@ -70,6 +113,15 @@ def imports_of(path: Path) -> frozenset[str]:
     return frozenset(names)
 
 
+def searchsvc_modules_imported(path: Path) -> set[str]:
+    """The searchsvc modules `path` imports (attribute names of `from a import b` left out)."""
+    found = set()
+    for name in imports_of(path):
+        if top_level(name) == "searchsvc" and _module_file(name) is not None:
+            found.add(name)
+    return found
+
+
 def top_level(name: str) -> str:
     return name.split(".")[0]
 
@@ -78,18 +130,57 @@ def relative(path: Path) -> str:
     return str(path.relative_to(PACKAGE.parent))
 
 
-def test_the_walk_finds_the_package_and_its_domain():
-    files = {relative(path) for path in python_files()}
-    assert "searchsvc/service.py" in files and "searchsvc/backends/whoosh/backend.py" in files
-    domain = {relative(path) for path in domain_files()}
-    assert {"searchsvc/querylang/parser.py", "searchsvc/sources/jsonl.py"} <= domain
-    assert "searchsvc/backends/whoosh/backend.py" not in domain
-    # The walk sees what it looks for: the Whoosh backend does import whoosh.
+def test_every_module_is_in_a_layer_of_the_plan():
+    layers = {layer_of(module_name(path)) for path in python_files()}
+    assert layers <= set(MAY_IMPORT), sorted(layers - set(MAY_IMPORT))
+    # The walk sees what it looks for: the domain is there, and the Whoosh backend imports
+    # whoosh.
+    assert {"searchsvc/domain/query.py", "searchsvc/domain/querylang/parser.py"} <= {
+        relative(path) for path in domain_files()
+    }
     assert any(
         top_level(name) == "whoosh"
         for path in python_files(WHOOSH_BACKEND)
         for name in imports_of(path)
     )
+
+
+@pytest.mark.parametrize("path", python_files(), ids=relative)
+def test_a_module_imports_only_the_layers_below_its_own(path):
+    own = layer_of(module_name(path))
+    # Every layer may read the package's own __version__ (its __init__ loads nothing else).
+    allowed = MAY_IMPORT[own] | {own, "searchsvc"}
+    wrong = sorted(
+        name for name in searchsvc_modules_imported(path) if layer_of(name) not in allowed
+    )
+    assert wrong == [], f"{relative(path)} ({own}) may import only {sorted(allowed)}"
+
+
+def test_no_entry_point_imports_an_engine_or_the_engine_contract():
+    # They speak the service (and the write side: tasks, indexing), never a backend.
+    offenders = {
+        relative(path): sorted(
+            name
+            for name in searchsvc_modules_imported(path)
+            if layer_of(name) in ("backends", "backends.shared", *ENGINES)
+        )
+        for path in python_files()
+        if layer_of(module_name(path)) in ENTRY_POINTS
+    }
+    assert {module: names for module, names in offenders.items() if names} == {}
+
+
+def test_an_engine_imports_no_other_engine():
+    for engine in ENGINES:
+        for path in python_files(PACKAGE.joinpath(*engine.split("."))):
+            others = [n for n in searchsvc_modules_imported(path) if layer_of(n) in ENGINES]
+            assert all(layer_of(name) == engine for name in others), relative(path)
+
+
+def test_the_client_imports_only_its_own_modules_and_the_domain():
+    for path in python_files(PACKAGE / "client"):
+        layers = {layer_of(name) for name in searchsvc_modules_imported(path)}
+        assert layers <= {"client", "domain"}, relative(path)
 
 
 def test_no_module_outside_the_whoosh_backend_imports_whoosh():
@@ -166,6 +257,18 @@ def test_the_python_api_loads_neither_flask_nor_whoosh():
     )
     result = run_python(code)
     assert result.stdout.strip() == ""
+
+
+def test_the_http_client_loads_none_of_the_server():
+    code = (
+        "import sys\n"
+        "from searchsvc.client import SearchClient\n"
+        "server = ('flask', 'whoosh', 'numpy', 'marshmallow', 'webargs', 'onnxruntime', 'isal')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in server))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('searchsvc.')\n"
+        "             and m.split('.')[1] not in ('client', 'domain')))\n"
+    )
+    assert run_python(code).stdout.split("\n")[:2] == ["[]", "[]"]
 
 
 def test_opening_a_whoosh_index_loads_whoosh_only_then(fixture_index):

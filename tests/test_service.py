@@ -11,16 +11,16 @@ from searchsvc.app import create_app
 from searchsvc.backends import WriteResult
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
 from searchsvc.backends.whoosh.search import searcher as searcher_module
-from searchsvc.errors import (
+from searchsvc.domain.errors import (
     IndexUnavailable,
     InvalidRequest,
     QueryError,
     RecordNotFound,
     UnknownFacet,
 )
+from searchsvc.domain.facets import FACET_NAMES
+from searchsvc.domain.query import Hit, IndexStats, SearchRequest, SearchResult, Suggestions
 from searchsvc.extension import get_service
-from searchsvc.facets import FACET_NAMES
-from searchsvc.query import Hit, IndexStats, SearchRequest, SearchResult, Suggestions
 from searchsvc.service import SearchService
 from tests.support import FIXTURE_RECORDS, build_index
 
@@ -280,7 +280,7 @@ def test_delete_takes_one_id_as_well_as_many(tmp_path):
 def test_a_search_parses_its_query_once_on_every_surface(fixture_index, monkeypatch):
     # The service and the page copy a request (its mode, the page's subject counts, the pager's
     # links) without parsing q again.
-    import searchsvc.query as query_module
+    import searchsvc.domain.query as query_module
 
     parsed: list[str] = []
     real_parse = query_module.parse_query

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 
 FACETS = ("author", "year", "category")
 

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from benchmarks.engines import Answer, Engine, Task
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 
 INDEX_VERSION = 1
 DATABASE = "fts5.sqlite3"

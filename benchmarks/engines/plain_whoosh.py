@@ -15,7 +15,7 @@ from whoosh import columns, fields, highlight, index, scoring, sorting
 from whoosh.query import NullQuery, Or, Term
 
 from benchmarks.engines import Answer, Engine, Task, top_facet_values
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 
 INDEX_VERSION = 1
 TEXT_FIELDS = ("title", "abstract", "content", "author_names")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from benchmarks.common import code_digest
 from benchmarks.engines import Answer, Engine, EngineUnavailable, Task
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 
 INDEX_VERSION = 1
 # The code that decides what the index holds: a change here means a rebuild. (Changes to the
@@ -55,7 +55,7 @@ class SearchsvcEngine(Engine):
 
     def open(self) -> None:
         from searchsvc.backends import open_backend
-        from searchsvc.query import SearchRequest
+        from searchsvc.domain.query import SearchRequest
 
         self._restore = apply_constants(dict(self.options.get("constants") or {}))
         self.request_type = SearchRequest

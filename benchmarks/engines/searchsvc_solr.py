@@ -1,8 +1,9 @@
 """searchsvc on SolrCloud: the same SearchRequest through `SolrBackend.search`.
 
-The cache entry holds a local cluster's data (ZooKeeper and two nodes, searchsvc/solrcluster):
-`build` starts it on free ports, fills a 2 x 2 collection through the engine contract and stops
-it; `open` starts it again on the kept data; `close` stops it. Needs Java 17+ and Maven.
+The cache entry holds a local cluster's data (ZooKeeper and two nodes,
+searchsvc/devtools/solrcluster): `build` starts it on free ports, fills a 2 x 2 collection through
+the engine contract and stops it; `open` starts it again on the kept data; `close` stops it. Needs
+Java 17+ and Maven.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from benchmarks.common import code_digest
 from benchmarks.engines import Answer, Engine, EngineUnavailable, Task
 from benchmarks.engines.searchsvc_core import SearchsvcEngine
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 
 COLLECTION = "bench"
 _INDEX_CODE = (
@@ -39,7 +40,7 @@ class SearchsvcSolrEngine(Engine):
         return f"v1-{code_digest(_INDEX_CODE)}"
 
     def _cluster(self):
-        from searchsvc.solrcluster import LocalCluster
+        from searchsvc.devtools.solrcluster import LocalCluster
 
         # ZooKeeper knows the nodes by address: a kept cluster restarts on the ports it was
         # built with (saved beside its data), free ones for a new one.
@@ -65,7 +66,7 @@ class SearchsvcSolrEngine(Engine):
 
     def open(self) -> None:
         from searchsvc.backends import open_backend
-        from searchsvc.query import SearchRequest
+        from searchsvc.domain.query import SearchRequest
 
         self.cluster = self._cluster()
         self.cluster.start()

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from benchmarks.engines import Answer, Engine, EngineUnavailable, Task
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 
 INDEX_VERSION = 1
 SEARCHED = ("title", "abstract", "author_names")

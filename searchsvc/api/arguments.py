@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from searchsvc.domain.query import MAX_FACET_SIZE, MAX_PER_PAGE
 from searchsvc.params import SearchBody, SearchParams, page_field, query_text_field
-from searchsvc.query import MAX_FACET_SIZE, MAX_PER_PAGE
 from searchsvc.service import DEFAULT_AUTHOR_PER_PAGE, DEFAULT_LIMIT
 
 

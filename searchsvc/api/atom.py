@@ -17,10 +17,9 @@ from xml.etree import ElementTree
 from flask import Response, current_app, url_for
 
 from searchsvc import __version__
-from searchsvc.facets import FACETS
-from searchsvc.params import query_params
-from searchsvc.query import SearchRequest, SearchResult
-from searchsvc.records import Record
+from searchsvc.domain.facets import FACETS
+from searchsvc.domain.query import SearchRequest, SearchResult, query_params
+from searchsvc.domain.records import Record
 
 MEDIA_TYPE = "application/atom+xml"
 ATOM_NAMESPACE = "http://www.w3.org/2005/Atom"

@@ -1,7 +1,8 @@
 """Every failure becomes one JSON shape: {"error": {"status", "code", "message", "details"}}.
 
-Domain errors (`searchsvc.errors`) and HTTP errors (unknown path, wrong method, oversized request,
-invalid parameters from the request schemas) are translated here, and nowhere else.
+Domain errors (`searchsvc.domain.errors`, each with the status http/status.py gives it, as on the
+web page) and HTTP errors (unknown path, wrong method, oversized request, invalid parameters from
+the request schemas) become this JSON here, and nowhere else.
 """
 
 from __future__ import annotations
@@ -15,39 +16,12 @@ from flask_smorest import Api
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from searchsvc.api.schemas import ErrorSchema
-from searchsvc.errors import (
-    BuildInProgress,
-    IndexUnavailable,
-    InvalidRequest,
-    ModelUnavailable,
-    ModeUnavailable,
-    PayloadTooLarge,
-    QueryError,
-    RecordNotFound,
-    SearchsvcError,
-    TaskNotFound,
-    TaskQueueUnavailable,
-    UnknownFacet,
-)
+from searchsvc.domain.errors import InvalidRequest, SearchsvcError
+from searchsvc.http.status import status_of
 from searchsvc.params import first_message
 
 log = logging.getLogger(__name__)
 
-# Status of each domain error, for the API and the web page alike; any other SearchsvcError is
-# a failure of the service (500).
-STATUS_OF_ERROR: dict[type[SearchsvcError], int] = {
-    InvalidRequest: 400,
-    QueryError: 400,
-    RecordNotFound: 404,
-    UnknownFacet: 404,
-    TaskNotFound: 404,
-    ModeUnavailable: 409,
-    PayloadTooLarge: 413,
-    IndexUnavailable: 503,
-    ModelUnavailable: 503,
-    BuildInProgress: 503,
-    TaskQueueUnavailable: 503,
-}
 # Paths that always answer errors in JSON; elsewhere (the web page) a browser gets HTML.
 JSON_PATHS = ("/api/", "/healthz", "/readyz", "/metrics")
 RETRY_AFTER_SECONDS = 5
@@ -72,11 +46,6 @@ def error_response(
     if status == 503:
         response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
-
-
-def status_of(error: SearchsvcError) -> int:
-    """The HTTP status of a domain error."""
-    return next((s for kind, s in STATUS_OF_ERROR.items() if isinstance(error, kind)), 500)
 
 
 def handle_domain_error(error: SearchsvcError) -> Response:

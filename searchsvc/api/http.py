@@ -12,7 +12,7 @@ from isal import isal_zlib
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from searchsvc import __version__
-from searchsvc.errors import InvalidRequest, SearchsvcError
+from searchsvc.domain.errors import InvalidRequest, SearchsvcError
 from searchsvc.extension import get_service
 
 COMPRESSIBLE = frozenset(

@@ -23,7 +23,7 @@ from prometheus_client import (
     multiprocess,
 )
 
-from searchsvc.errors import SearchsvcError
+from searchsvc.domain.errors import SearchsvcError
 from searchsvc.extension import get_queue, get_service
 
 # Module level: the registry is per process, whatever the number of apps created in it.
@@ -104,7 +104,7 @@ def metrics_response() -> Response:
     try:
         service = get_service()
         stats = service.stats()
-        warning = service.backend.warning()
+        warning = service.warning()
     except Exception as exc:
         # The index is not there (yet), or cannot be read: the other metrics are still worth
         # exposing, and monitoring must see this answer more than any other.

@@ -9,9 +9,9 @@ from flask_smorest import Blueprint
 
 from searchsvc.api import schemas
 from searchsvc.api.metrics import metrics_response
-from searchsvc.errors import IndexUnavailable, SearchsvcError
+from searchsvc.domain.errors import IndexUnavailable, SearchsvcError
+from searchsvc.domain.query import SearchRequest
 from searchsvc.extension import get_service
-from searchsvc.query import SearchRequest
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def readyz() -> Response:
     service = get_service()
     try:
         result = service.search_request(READINESS_PROBE)
-        warning = service.backend.warning()
+        warning = service.warning()
         body = {"status": "ready", "documents": result.total, "version": service.version()}
     except SearchsvcError:
         raise

@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
-from searchsvc.errors import InvalidRequest, PayloadTooLarge
-from searchsvc.records import MAX_ID_LENGTH, MAX_YEAR, MIN_YEAR, Record, id_problem
+from searchsvc.domain.errors import InvalidRequest, PayloadTooLarge
+from searchsvc.domain.records import MAX_ID_LENGTH, MAX_YEAR, MIN_YEAR, Record, id_problem
 
 # Per-record limits: generous for real publications (collaboration papers list thousands of
 # authors), small enough that one request cannot make a record the index chokes on.

@@ -1,6 +1,6 @@
 """Marshmallow schemas of the responses: one per view, plus the one error shape.
 
-They dump the `to_dict()` shapes of `searchsvc.query`; the OpenAPI document is generated from
+They dump the `to_dict()` shapes of `searchsvc.domain.query`; the OpenAPI document is generated from
 them, so it describes exactly what the views return.
 """
 
@@ -10,9 +10,9 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from searchsvc.facets import CROSSLISTS, FACET_NAMES, FACETS, Facet
-from searchsvc.hybrid import MODES
-from searchsvc.query import SORTS
+from searchsvc.domain.facets import CROSSLISTS, FACET_NAMES, FACETS, Facet
+from searchsvc.domain.modes import MODES
+from searchsvc.domain.query import SORTS
 
 
 def _strings(**kwargs: Any) -> fields.List:

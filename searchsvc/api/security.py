@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Flask, Response, request
 
-from searchsvc.security_headers import DATA_POLICY, HEADERS, PAGE_POLICY
+from searchsvc.http.headers import DATA_POLICY, HEADERS, PAGE_POLICY
 
 
 def add_security_headers(response: Response) -> Response:

@@ -19,10 +19,10 @@ from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import UnsupportedMediaType
 
 from searchsvc.api import arguments, atom, auth, http, schemas
-from searchsvc.errors import InvalidRequest
+from searchsvc.domain.errors import InvalidRequest
+from searchsvc.domain.facets import FACET_NAMES
+from searchsvc.domain.query import SearchRequest
 from searchsvc.extension import get_service
-from searchsvc.facets import FACET_NAMES
-from searchsvc.query import SearchRequest
 
 
 class QueryParser(FlaskParser):

@@ -25,7 +25,7 @@ from searchsvc.api.record_input import (
     parse_body,
     records_of,
 )
-from searchsvc.errors import InvalidRequest
+from searchsvc.domain.errors import InvalidRequest
 from searchsvc.extension import get_queue
 from searchsvc.tasks import KINDS, MAX_TASK_ID, MAX_WAIT_SECONDS, STATUSES, Task
 

@@ -7,7 +7,10 @@ A location names an engine and its index, the same way in every entry point (`--
 - `SCHEME://...` for any other registered engine.
 
 Engines are imported only when a location names them, so the service never loads an engine it
-does not use. A new engine registers its scheme here (`BACKENDS`) and passes tests/contract/.
+does not use: each is registered here by the import paths of its factory, of its location check
+and, for an engine whose index is a local directory, of the function that finds it (where files
+kept beside an index go: the task queue). A new engine registers its scheme (`register_backend`)
+and passes tests/contract/.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import importlib
 import os
 import re
 from collections.abc import Callable
-from urllib.parse import quote, unquote, urlsplit
+from typing import Any
+from urllib.parse import quote
 
 from searchsvc.backends.contract import (
     NoProgress,
@@ -25,7 +29,7 @@ from searchsvc.backends.contract import (
     WriteResult,
     unique_by_id,
 )
-from searchsvc.errors import InvalidLocation
+from searchsvc.domain.errors import InvalidLocation
 
 __all__ = [
     "BACKENDS",
@@ -34,6 +38,7 @@ __all__ = [
     "SearchBackend",
     "WriteResult",
     "checked_location",
+    "local_directory",
     "location_url",
     "open_backend",
     "register_backend",
@@ -44,23 +49,40 @@ __all__ = [
 BackendFactory = Callable[[str], SearchBackend]
 # A location check takes the URL and raises InvalidLocation if the engine could not use it.
 LocationCheck = Callable[[str], object]
+# A local directory finder takes the URL and answers the directory the index lives in.
+DirectoryFinder = Callable[[str], str]
 # scheme -> "module:factory", imported on first use.
 BACKENDS: dict[str, str | BackendFactory] = {
     "whoosh": "searchsvc.backends.whoosh.backend:WhooshBackend.from_location",
     "solr": "searchsvc.backends.solr.backend:SolrBackend.from_location",
+}
+# scheme -> its location check (syntax only, without reaching the engine), imported on first use.
+_LOCATION_CHECKS: dict[str, str | LocationCheck] = {
+    "whoosh": "searchsvc.backends.whoosh.location:whoosh_path",
+    "solr": "searchsvc.backends.solr.location:parse_location",
+}
+# scheme -> the directory its index lives in, for engines that keep one on this machine.
+_DIRECTORIES: dict[str, str | DirectoryFinder] = {
+    "whoosh": "searchsvc.backends.whoosh.location:whoosh_path",
 }
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 
 
 def register_backend(
-    scheme: str, factory: str | BackendFactory, check: LocationCheck | None = None
+    scheme: str,
+    factory: str | BackendFactory,
+    check: str | LocationCheck | None = None,
+    directory: str | DirectoryFinder | None = None,
 ) -> None:
     """Make `scheme://...` locations open with `factory` ("module:attribute" or a callable);
-    `check(url)` vets a location's syntax without reaching the engine (at start-up)."""
+    `check(url)` vets a location's syntax without reaching the engine (at start-up);
+    `directory(url)` is the local directory of an engine whose index is on this machine."""
     BACKENDS[scheme.lower()] = factory
     if check is not None:
         _LOCATION_CHECKS[scheme.lower()] = check
+    if directory is not None:
+        _DIRECTORIES[scheme.lower()] = directory
 
 
 def location_url(location: str | os.PathLike[str]) -> str:
@@ -91,8 +113,16 @@ def checked_location(location: str | os.PathLike[str]) -> str:
         )
     check = _LOCATION_CHECKS.get(scheme)
     if check is not None:
-        check(url)
+        _loaded(check)(url)
     return url
+
+
+def local_directory(location: str | os.PathLike[str]) -> str | None:
+    """The directory on this machine the location's index lives in, or None for an engine
+    that keeps its index elsewhere (a server)."""
+    url = checked_location(location)
+    finder = _DIRECTORIES.get(url.split("://", 1)[0].lower())
+    return None if finder is None else _loaded(finder)(url)
 
 
 def open_backend(location: str | os.PathLike[str]) -> SearchBackend:
@@ -102,33 +132,15 @@ def open_backend(location: str | os.PathLike[str]) -> SearchBackend:
     IndexUnavailable.
     """
     url = checked_location(location)
-    factory = BACKENDS[url.split("://", 1)[0].lower()]
-    if isinstance(factory, str):
-        factory = _import(factory)
+    factory: BackendFactory = _loaded(BACKENDS[url.split("://", 1)[0].lower()])
     return factory(url)
 
 
-def whoosh_path(url: str) -> str:
-    """The directory of a `whoosh:///abs/path` location."""
-    parts = urlsplit(url)
-    if parts.netloc or not parts.path.startswith("/") or parts.query or parts.fragment:
-        raise InvalidLocation(
-            f"a Whoosh location is a path or whoosh:///ABSOLUTE/PATH (three slashes), not {url}"
-        )
-    return unquote(parts.path)
+def _loaded(entry: str | Callable[..., Any]) -> Callable[..., Any]:
+    return _import(entry) if isinstance(entry, str) else entry
 
 
-def _solr_location(url: str) -> object:
-    # Imported here: the location parser is light, the backend (requests) is not.
-    from searchsvc.backends.solr.location import parse_location
-
-    return parse_location(url)
-
-
-_LOCATION_CHECKS: dict[str, LocationCheck] = {"whoosh": whoosh_path, "solr": _solr_location}
-
-
-def _import(target: str) -> BackendFactory:
+def _import(target: str) -> Callable[..., Any]:
     module_name, _, attribute = target.partition(":")
     value: object = importlib.import_module(module_name)
     for name in attribute.split("."):

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from searchsvc.errors import InvalidRequest, SearchsvcError
-from searchsvc.query import (
+from searchsvc.domain.errors import InvalidRequest, SearchsvcError
+from searchsvc.domain.index_reports import CheckedPart, Damage, WriteResult
+from searchsvc.domain.query import (
     AuthorView,
     FacetValue,
     Hit,
@@ -24,8 +24,18 @@ from searchsvc.query import (
     Suggestions,
     check_text,
 )
-from searchsvc.record_spill import RecordSpill
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
+
+__all__ = [
+    "CheckedPart",
+    "Damage",
+    "NoProgress",
+    "Progress",
+    "SearchBackend",
+    "UniqueRecords",
+    "WriteResult",
+    "unique_by_id",
+]
 
 
 class Progress(Protocol):
@@ -46,41 +56,9 @@ class NoProgress:
         pass
 
 
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """What one write did, and the engine's version token once it is visible."""
-
-    added: int = 0  # records whose id was not indexed before
-    replaced: int = 0  # records that replaced one with the same id
-    deleted: int = 0  # ids that were indexed and are gone
-    version: str = ""
-    writer: str = ""  # how the engine wrote it (e.g. "2 writer processes"), for reports
-
-
-@dataclass(frozen=True, slots=True)
-class Damage:
-    """One thing wrong with a part of an index, as `check` finds it."""
-
-    file: str  # the file (or part) concerned, relative to the part; "" for the part as a whole
-    kind: str  # missing, truncated, size, checksum, version, unreadable, unavailable
-    detail: str  # what is wrong, in words (never a filesystem path)
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.detail}" if self.file else self.detail
-
-
-@dataclass(frozen=True, slots=True)
-class CheckedPart:
-    """A part of an index (a generation, a collection) and what checking it found."""
-
-    name: str
-    role: str  # "live": what the location names; "previous": kept to fall back on
-    damage: tuple[Damage, ...] = ()
-    notes: tuple[str, ...] = ()  # what was checked, and what could not be
-
-    @property
-    def ok(self) -> bool:
-        return not self.damage
+class UniqueRecords(Sequence[Record]):
+    """Records whose ids are distinct already (the indexer's RecordSpill): a write takes them
+    as they are, without holding them in memory to fold equal ids."""
 
 
 class SearchBackend(abc.ABC):
@@ -247,10 +225,10 @@ def checked_ids(record_ids: Iterable[str] | str) -> tuple[str, ...]:
 def unique_by_id(records: Iterable[Record]) -> Sequence[Record]:
     """Records with distinct ids, the last of equal ids kept, in first-seen order.
 
-    A sealed `RecordSpill` has distinct ids already, and is returned as it is: a list of its
-    records would hold in memory what it keeps on disk.
+    `UniqueRecords` (a sealed RecordSpill) have distinct ids already, and are returned as they
+    are: a list of them would hold in memory what a spill keeps on disk.
     """
-    if isinstance(records, RecordSpill):
+    if isinstance(records, UniqueRecords):
         return records
     by_id: dict[str, Record] = {}
     for record in records:

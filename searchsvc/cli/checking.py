@@ -7,9 +7,9 @@ import sys
 
 import click
 
-from searchsvc.backends import open_backend
-from searchsvc.backends.contract import CheckedPart
 from searchsvc.cli.common import index_option, reports_errors
+from searchsvc.domain.index_reports import CheckedPart
+from searchsvc.service import SearchService
 
 
 @click.command()
@@ -24,9 +24,9 @@ def check(index: str, as_json: bool) -> None:
     again), and that Whoosh reads it. A SolrCloud collection's files are Solr's own: it is
     checked only for answering a search.
     """
-    with open_backend(index) as backend:
-        parts = backend.check()
-        location = backend.location
+    with SearchService.open(index) as service:
+        parts = service.check()
+        location = service.location
     if as_json:
         document = {
             "location": location,

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import click
 
-from searchsvc.errors import SearchsvcError
+from searchsvc.domain.errors import SearchsvcError
 
 DEFAULT_INDEX = "index"
 

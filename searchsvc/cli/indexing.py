@@ -9,8 +9,8 @@ from typing import IO
 import click
 
 from searchsvc.cli.common import ByteSize, index_option, reports_errors, tasks_db_option
-from searchsvc.indexer import BuildSummary, build_index, update_index
-from searchsvc.query import IndexStats
+from searchsvc.domain.query import IndexStats
+from searchsvc.indexing.indexer import BuildSummary, build_index, update_index
 from searchsvc.service import SearchService
 from searchsvc.sources import FORMATS
 from searchsvc.tasks import TaskQueue, queue_path_if_any

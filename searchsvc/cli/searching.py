@@ -11,11 +11,10 @@ from typing import Any
 import click
 
 from searchsvc.cli.common import index_option, reports_errors
-from searchsvc.errors import InvalidRequest
-from searchsvc.facets import FACETS
-from searchsvc.hybrid import MODES
-from searchsvc.params import check_year_order, search_request_from
-from searchsvc.query import (
+from searchsvc.domain.errors import InvalidRequest
+from searchsvc.domain.facets import FACETS
+from searchsvc.domain.modes import MODES
+from searchsvc.domain.query import (
     DEFAULT_PER_PAGE,
     SORTS,
     FacetValue,
@@ -23,6 +22,7 @@ from searchsvc.query import (
     meaning_breakdown,
     records_count,
 )
+from searchsvc.params import check_year_order, search_request_from
 from searchsvc.service import SearchService
 
 _MARK = re.compile(r"<mark>(.*?)</mark>", re.DOTALL)

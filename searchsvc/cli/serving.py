@@ -9,7 +9,7 @@ import click
 
 from searchsvc import config
 from searchsvc.cli.common import index_option, reports_errors, tasks_db_option
-from searchsvc.errors import SearchsvcError
+from searchsvc.domain.errors import SearchsvcError
 
 # Run as a program: the package never imports searchsvc/serving/ (serving/serve.py says why).
 SERVE_MODULE = "searchsvc.serving.serve"

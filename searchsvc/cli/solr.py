@@ -16,14 +16,14 @@ from types import FrameType
 import click
 
 from searchsvc.cli.common import reports_errors
-from searchsvc.errors import SolrClusterRunning
-from searchsvc.solrcluster import (
+from searchsvc.devtools.solrcluster import (
     DEFAULT_NODE_PORTS,
     DEFAULT_ZK_PORT,
     LocalCluster,
     default_solr_dir,
 )
-from searchsvc.solrcluster.cluster import DEFAULT_ZK_CLIENT_TIMEOUT_MS
+from searchsvc.devtools.solrcluster.cluster import DEFAULT_ZK_CLIENT_TIMEOUT_MS
+from searchsvc.domain.errors import SolrClusterRunning
 
 #: `status` exits with this when the cluster is not (fully) running, as LSB init scripts do.
 NOT_RUNNING = 3

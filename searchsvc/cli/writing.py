@@ -9,9 +9,9 @@ import threading
 
 import click
 
-from searchsvc.backends import open_backend
 from searchsvc.cli.common import index_option, reports_errors, tasks_db_option
-from searchsvc.tasks import TaskQueue, TaskWriter, queue_path
+from searchsvc.service import SearchService
+from searchsvc.tasks import TaskQueue, queue_path
 from searchsvc.tasks.keys import SCOPES, KeyStore
 
 
@@ -39,9 +39,9 @@ def writer(index: str, tasks_db: str) -> None:
             err=True,
         )
 
-    with open_backend(index) as backend:
-        click.echo(f"writer for {backend.location} (queue {queue.path})", err=True)
-        TaskWriter(queue, backend, on_batch=report).serve(stop)
+    with SearchService.open(index) as service:
+        click.echo(f"writer for {service.location} (queue {queue.path})", err=True)
+        service.task_writer(queue, on_batch=report).serve(stop)
 
 
 @click.group()

@@ -17,8 +17,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
+from searchsvc.domain.records import Record
 from searchsvc.embeddings.model import MAX_TOKENS, PreparedModel, prepare
-from searchsvc.records import Record
 
 QUANTISATION_SCALE = 127.0
 # Texts per forward pass: batches of similar lengths (sorted) pad little. Batches of 4 embed

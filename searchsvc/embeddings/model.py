@@ -23,7 +23,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from searchsvc.errors import ModelUnavailable
+from searchsvc.domain.errors import ModelUnavailable
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "all_minilm_l6_v2"

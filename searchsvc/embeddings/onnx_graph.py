@@ -120,109 +120,146 @@ def build_encoder(
     """BERT + mean pooling: (input_ids, attention_mask) [batch, tokens] -> [batch, hidden];
     the dense layers in 8-bit integers, or in float32 where `quantised` is false (the reference
     the integer form is measured against)."""
-    g = _Graph()
-    rows_of: dict[str, _RowQuantised] = {}
-    hidden = int(config["hidden_size"])
-    heads = int(config["num_attention_heads"])
-    head_size = hidden // heads
-    eps = float(config["layer_norm_eps"])
+    bert = _Bert(weights, config, quantised)
+    x = bert.embeddings()
+    bias = bert.attention_bias()
+    for layer in range(int(config["num_hidden_layers"])):
+        x = bert.layer(x, bias, f"encoder.layer.{layer}")
+    bert.mean_pooled(x)
+    g = bert.g
+    graph = helper.make_graph(
+        g.nodes,
+        "sentence_encoder",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
+        ],
+        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", bert.hidden])],
+        g.initializers,
+    )
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(MICROSOFT_DOMAIN, 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
 
-    def w(name: str) -> np.ndarray:
-        return weights[name].astype(np.float32)
 
-    def dense(x: str, prefix: str) -> str:
+class _Bert:
+    """The graph of BERT's encoder written part by part, in the order the nodes are made."""
+
+    def __init__(self, weights: Mapping[str, np.ndarray], config: Mapping, quantised: bool):
+        self.g = _Graph()
+        self.weights = weights
+        self.quantised = quantised
+        self.rows_of: dict[str, _RowQuantised] = {}
+        self.hidden = int(config["hidden_size"])
+        self.heads = int(config["num_attention_heads"])
+        self.head_size = self.hidden // self.heads
+        self.eps = float(config["layer_norm_eps"])
+
+    def w(self, name: str) -> np.ndarray:
+        return self.weights[name].astype(np.float32)
+
+    def dense(self, x: str, prefix: str) -> str:
+        g = self.g
         # torch keeps Linear weights as [out, in]; MatMul wants [in, out].
-        matrix = np.ascontiguousarray(w(prefix + ".weight").T)
-        if quantised:
-            if x not in rows_of:
-                rows_of[x] = _RowQuantised(g, x)
-            product = _int8_product(g, rows_of[x], matrix, prefix)
+        matrix = np.ascontiguousarray(self.w(prefix + ".weight").T)
+        if self.quantised:
+            if x not in self.rows_of:
+                self.rows_of[x] = _RowQuantised(g, x)
+            product = _int8_product(g, self.rows_of[x], matrix, prefix)
         else:
             product = g.op("MatMul", [x, g.const(prefix + ".w", matrix)])
-        return g.op("Add", [product, g.const(prefix + ".b", w(prefix + ".bias"))])
+        return g.op("Add", [product, g.const(prefix + ".b", self.w(prefix + ".bias"))])
 
-    def layer_norm(x: str, prefix: str) -> str:
+    def layer_norm(self, x: str, prefix: str) -> str:
+        g = self.g
         return g.op(
             "LayerNormalization",
             [
                 x,
-                g.const(prefix + ".g", w(prefix + ".weight")),
-                g.const(prefix + ".b", w(prefix + ".bias")),
+                g.const(prefix + ".g", self.w(prefix + ".weight")),
+                g.const(prefix + ".b", self.w(prefix + ".bias")),
             ],
             axis=-1,
-            epsilon=eps,
+            epsilon=self.eps,
         )
 
-    shape = g.op("Shape", ["input_ids"])
-    tokens = g.op("Gather", [shape, g.const("one", np.array(1, np.int64))], axis=0)
-    batch = g.op("Gather", [shape, g.const("zero", np.array(0, np.int64))], axis=0)
+    def embeddings(self) -> str:
+        """Word + position + token type 0, normalised; notes the batch and token counts."""
+        g, w = self.g, self.w
+        shape = g.op("Shape", ["input_ids"])
+        self.tokens = g.op("Gather", [shape, g.const("one", np.array(1, np.int64))], axis=0)
+        self.batch = g.op("Gather", [shape, g.const("zero", np.array(0, np.int64))], axis=0)
+        words = g.op(
+            "Gather", [g.const("word_emb", w("embeddings.word_embeddings.weight")), "input_ids"]
+        )
+        positions = g.op(
+            "Slice",
+            [
+                g.const("pos_emb", w("embeddings.position_embeddings.weight")),
+                g.const("start", np.array([0], np.int64)),
+                g.op("Unsqueeze", [self.tokens, g.const("axes0", np.array([0], np.int64))]),
+                g.const("axis0", np.array([0], np.int64)),
+            ],
+        )
+        type0 = w("embeddings.token_type_embeddings.weight")[0]
+        x = g.op("Add", [g.op("Add", [words, positions]), g.const("type0", type0)])
+        return self.layer_norm(x, "embeddings.LayerNorm")
 
-    # Embeddings: word + position + token type 0, normalised.
-    words = g.op(
-        "Gather", [g.const("word_emb", w("embeddings.word_embeddings.weight")), "input_ids"]
-    )
-    positions = g.op(
-        "Slice",
-        [
-            g.const("pos_emb", w("embeddings.position_embeddings.weight")),
-            g.const("start", np.array([0], np.int64)),
-            g.op("Unsqueeze", [tokens, g.const("axes0", np.array([0], np.int64))]),
-            g.const("axis0", np.array([0], np.int64)),
-        ],
-    )
-    type0 = w("embeddings.token_type_embeddings.weight")[0]
-    x = g.op("Add", [g.op("Add", [words, positions]), g.const("type0", type0)])
-    x = layer_norm(x, "embeddings.LayerNorm")
+    def attention_bias(self) -> str:
+        """Padding's large negative attention bias, [batch, 1, 1, tokens]; and the shapes the
+        layers split heads into and merge them back from."""
+        g = self.g
+        self.mask = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+        bias = g.op(
+            "Mul",
+            [
+                g.op("Sub", [g.const("one_f", np.array(1.0, np.float32)), self.mask]),
+                g.const("neg", np.array(-10000.0, np.float32)),
+            ],
+        )
+        bias = g.op("Unsqueeze", [bias, g.const("axes12", np.array([1, 2], np.int64))])
+        unsq0 = g.const("axes_0", np.array([0], np.int64))
+        self.heads_shape = g.op(
+            "Concat",
+            [
+                g.op("Unsqueeze", [self.batch, unsq0]),
+                g.op("Unsqueeze", [self.tokens, unsq0]),
+                g.const("heads", np.array([self.heads, self.head_size], np.int64)),
+            ],
+            axis=0,
+        )
+        self.merged_shape = g.op(
+            "Concat",
+            [
+                g.op("Unsqueeze", [self.batch, unsq0]),
+                g.op("Unsqueeze", [self.tokens, unsq0]),
+                g.const("hidden", np.array([self.hidden], np.int64)),
+            ],
+            axis=0,
+        )
+        self.scale = g.const("scale", np.array(1.0 / math.sqrt(self.head_size), np.float32))
+        return bias
 
-    # Padding gets a large negative attention bias: [batch, 1, 1, tokens].
-    mask = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    bias = g.op(
-        "Mul",
-        [
-            g.op("Sub", [g.const("one_f", np.array(1.0, np.float32)), mask]),
-            g.const("neg", np.array(-10000.0, np.float32)),
-        ],
-    )
-    bias = g.op("Unsqueeze", [bias, g.const("axes12", np.array([1, 2], np.int64))])
-
-    unsq0 = g.const("axes_0", np.array([0], np.int64))
-    heads_shape = g.op(
-        "Concat",
-        [
-            g.op("Unsqueeze", [batch, unsq0]),
-            g.op("Unsqueeze", [tokens, unsq0]),
-            g.const("heads", np.array([heads, head_size], np.int64)),
-        ],
-        axis=0,
-    )
-    merged_shape = g.op(
-        "Concat",
-        [
-            g.op("Unsqueeze", [batch, unsq0]),
-            g.op("Unsqueeze", [tokens, unsq0]),
-            g.const("hidden", np.array([hidden], np.int64)),
-        ],
-        axis=0,
-    )
-    scale = g.const("scale", np.array(1.0 / math.sqrt(head_size), np.float32))
-
-    for layer in range(int(config["num_hidden_layers"])):
-        p = f"encoder.layer.{layer}"
+    def layer(self, x: str, bias: str, p: str) -> str:
+        """One encoder layer: self-attention, then the feed-forward block, each post-norm."""
+        g = self.g
 
         def split_heads(t: str, perm: list[int]) -> str:
-            return g.op("Transpose", [g.op("Reshape", [t, heads_shape])], perm=perm)
+            return g.op("Transpose", [g.op("Reshape", [t, self.heads_shape])], perm=perm)
 
-        q = split_heads(dense(x, f"{p}.attention.self.query"), [0, 2, 1, 3])
-        k = split_heads(dense(x, f"{p}.attention.self.key"), [0, 2, 3, 1])
-        v = split_heads(dense(x, f"{p}.attention.self.value"), [0, 2, 1, 3])
-        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), scale]), bias])
+        q = split_heads(self.dense(x, f"{p}.attention.self.query"), [0, 2, 1, 3])
+        k = split_heads(self.dense(x, f"{p}.attention.self.key"), [0, 2, 3, 1])
+        v = split_heads(self.dense(x, f"{p}.attention.self.value"), [0, 2, 1, 3])
+        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), self.scale]), bias])
         probs = g.op("Softmax", [scores], axis=-1)
         context = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
-        context = g.op("Reshape", [context, merged_shape])
-        attended = dense(context, f"{p}.attention.output.dense")
-        x = layer_norm(g.op("Add", [attended, x]), f"{p}.attention.output.LayerNorm")
+        context = g.op("Reshape", [context, self.merged_shape])
+        attended = self.dense(context, f"{p}.attention.output.dense")
+        x = self.layer_norm(g.op("Add", [attended, x]), f"{p}.attention.output.LayerNorm")
 
-        inner = dense(x, f"{p}.intermediate.dense")
+        inner = self.dense(x, f"{p}.intermediate.dense")
         # Exact GELU, as BERT's "gelu": x * 0.5 * (1 + erf(x / sqrt(2))).
         erf = g.op(
             "Erf", [g.op("Div", [inner, g.const("sqrt2", np.array(math.sqrt(2.0), np.float32))])]
@@ -236,32 +273,18 @@ def build_encoder(
                 g.const("half", np.array(0.5, np.float32)),
             ],
         )
-        out = dense(gelu, f"{p}.output.dense")
-        x = layer_norm(g.op("Add", [out, x]), f"{p}.output.LayerNorm")
+        out = self.dense(gelu, f"{p}.output.dense")
+        return self.layer_norm(g.op("Add", [out, x]), f"{p}.output.LayerNorm")
 
-    # Mean of the token vectors under the mask.
-    mask3 = g.op("Unsqueeze", [mask, g.const("axes2", np.array([2], np.int64))])
-    summed = g.op(
-        "ReduceSum",
-        [g.op("Mul", [x, mask3]), g.const("axes1", np.array([1], np.int64))],
-        keepdims=0,
-    )
-    counts = g.op("ReduceSum", [mask, g.const("axes1b", np.array([1], np.int64))], keepdims=1)
-    counts = g.op("Max", [counts, g.const("min_count", np.array(1e-9, np.float32))])
-    g.nodes.append(helper.make_node("Div", [summed, counts], ["embedding"]))
-
-    graph = helper.make_graph(
-        g.nodes,
-        "sentence_encoder",
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
-        ],
-        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])],
-        g.initializers,
-    )
-    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(MICROSOFT_DOMAIN, 1)]
-    model = helper.make_model(graph, opset_imports=opsets)
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    def mean_pooled(self, x: str) -> None:
+        """The graph's output `embedding`: the mean of the token vectors under the mask."""
+        g, mask = self.g, self.mask
+        mask3 = g.op("Unsqueeze", [mask, g.const("axes2", np.array([2], np.int64))])
+        summed = g.op(
+            "ReduceSum",
+            [g.op("Mul", [x, mask3]), g.const("axes1", np.array([1], np.int64))],
+            keepdims=0,
+        )
+        counts = g.op("ReduceSum", [mask, g.const("axes1b", np.array([1], np.int64))], keepdims=1)
+        counts = g.op("Max", [counts, g.const("min_count", np.array(1e-9, np.float32))])
+        g.nodes.append(helper.make_node("Div", [summed, counts], ["embedding"]))

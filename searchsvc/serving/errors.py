@@ -13,7 +13,7 @@ from typing import Any
 
 from werkzeug.http import HTTP_STATUS_CODES
 
-from searchsvc.security_headers import DATA_HEADERS
+from searchsvc.http.headers import DATA_HEADERS
 
 # Longest message taken from a parser's text, which may quote the offending request.
 MAX_MESSAGE = 300

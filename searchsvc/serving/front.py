@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from searchsvc.security_headers import DATA_HEADERS
+from searchsvc.http.headers import DATA_HEADERS
 from searchsvc.serving import limits
 from searchsvc.serving.errors import error_body
 

@@ -92,7 +92,7 @@ def _exit_on_bad_settings() -> None:
     # Checked once in the master: each worker would otherwise fail to boot with a traceback of
     # its own (an unknown index location, a malformed SEARCHSVC_* value) before gunicorn gives up.
     from searchsvc import config
-    from searchsvc.errors import SearchsvcError
+    from searchsvc.domain.errors import SearchsvcError
 
     try:
         config.load()
@@ -106,7 +106,7 @@ def post_worker_init(worker) -> None:
     """Open the index and fill its caches before the worker takes its first request, and stand
     as a candidate writer of the task queue (one worker's thread is elected; when that worker
     dies, another takes over), unless SEARCHSVC_WRITER=off."""
-    from searchsvc.errors import SearchsvcError
+    from searchsvc.domain.errors import SearchsvcError
     from searchsvc.extension import get_service, start_writer
 
     app = getattr(worker, "wsgi", None)

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from searchsvc.errors import SearchsvcError
+from searchsvc.domain.errors import SearchsvcError
 from searchsvc.serving.front import SOCKET_NAME, Front, write_front
 
 GUNICORN_CONFIG = "python:searchsvc.serving.gunicorn_conf"

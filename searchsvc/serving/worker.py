@@ -26,9 +26,9 @@ from gunicorn.http import errors as http_errors
 from gunicorn.http.wsgi import Response, default_environ
 from gunicorn.workers.sync import SyncWorker
 
-from searchsvc.memory import release_free_memory
 from searchsvc.serving.errors import error_response, status_line
 from searchsvc.serving.limits import LONG_QUERY_HINT
+from searchsvc.system.memory import release_free_memory
 
 # The status of each parse error that is not a plain 400 (gunicorn's own choices), most specific
 # first; a header the app tried to send is the app's fault, a 500.

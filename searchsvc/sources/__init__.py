@@ -6,8 +6,8 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from searchsvc.errors import SourceError
-from searchsvc.records import Record
+from searchsvc.domain.errors import SourceError
+from searchsvc.domain.records import Record
 from searchsvc.sources.arxiv import read_arxiv
 from searchsvc.sources.detect import check_text_input, detect_format
 from searchsvc.sources.files import SkipHandler, Skipped

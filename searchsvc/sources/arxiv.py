@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from searchsvc.records import MAX_YEAR, MIN_YEAR, Record
+from searchsvc.domain.records import MAX_YEAR, MIN_YEAR, Record
+from searchsvc.domain.texts import normalise_space, tex_to_text
 from searchsvc.sources.files import SkipHandler
 from searchsvc.sources.jsonl import read_json_lines
-from searchsvc.texts import normalise_space, tex_to_text
 
 SOURCE = "arXiv"
 ABS_URL = "https://arxiv.org/abs/{}"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from searchsvc.errors import SourceError
+from searchsvc.domain.errors import SourceError
 from searchsvc.sources.files import MAX_RECORD_BYTES, read_head
 from searchsvc.sources.seedpages import ATTRIBUTION, SITE_LINE, is_source_year_line
 

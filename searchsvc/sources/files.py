@@ -10,7 +10,7 @@ from typing import BinaryIO, cast
 
 from isal import igzip, isal_zlib
 
-from searchsvc.errors import SourceError
+from searchsvc.domain.errors import SourceError
 
 GZIP_MAGIC = b"\x1f\x8b"
 # No record or line of any supported format comes near this; anything larger is hostile or broken

@@ -17,9 +17,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from searchsvc.child_processes import die_with_parent
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 from searchsvc.sources.files import SkipHandler, Skipped, numbered_lines
+from searchsvc.system.child_processes import die_with_parent
 
 # Anything a converter raises on a well-formed JSON value of the wrong shape.
 _CONVERSION_ERRORS = (ValueError, TypeError, KeyError, AttributeError)

@@ -28,7 +28,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from searchsvc.records import MAX_YEAR, MIN_YEAR, Record, title_record_id
+from searchsvc.domain.records import MAX_YEAR, MIN_YEAR, Record, title_record_id
+from searchsvc.domain.texts import normalise_space, tex_to_text
 from searchsvc.sources.files import (
     MAX_RECORD_BYTES,
     RECORD_TOO_LARGE,
@@ -36,7 +37,6 @@ from searchsvc.sources.files import (
     Skipped,
     numbered_lines,
 )
-from searchsvc.texts import normalise_space, tex_to_text
 
 SITE_LINE = "arXiv subjects"
 ATTRIBUTION = "Publications and source records attributed to "

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from searchsvc.backends import checked_location, whoosh_path
-from searchsvc.errors import InvalidLocation
+from searchsvc.backends import checked_location, local_directory
+from searchsvc.domain.errors import InvalidLocation
 from searchsvc.tasks.queue import (
     KINDS,
     MAX_TASK_ID,
@@ -61,6 +61,5 @@ def queue_path_if_any(
     url = checked_location(location)
     if os.fspath(configured):
         return Path(os.path.abspath(configured))
-    if url.startswith("whoosh://"):
-        return Path(whoosh_path(url)) / QUEUE_FILE
-    return None
+    directory = local_directory(url)
+    return None if directory is None else Path(directory) / QUEUE_FILE

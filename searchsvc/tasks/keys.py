@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsvc.errors import InvalidRequest
+from searchsvc.domain.errors import InvalidRequest
 from searchsvc.tasks.queue import TaskQueue
 
 # read: searches and records when reads need a key; write: writes and their tasks; admin: all.

@@ -7,99 +7,38 @@ any process, or a restart, never loses it. Any number of processes enqueue; one 
 records each task's outcome. A task claimed by a writer that died is claimed again by the next
 one: applying a task twice leaves the index as applying it once (upserts and deletes by id).
 
-The same database keeps the ids of the records written through the API (so that a rebuild from
-files keeps them, indexer.py) and the API keys (keys.py).
+The same file (database.py) keeps the ids of the records written through the API (written.py: a
+rebuild from files keeps them) and the API keys (keys.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from searchsvc.errors import SearchsvcError, TaskNotFound, TaskQueueUnavailable
-from searchsvc.records import Record
+from searchsvc.domain.errors import SearchsvcError, TaskNotFound
+from searchsvc.domain.records import Record
+from searchsvc.domain.tasks import KINDS, MAX_TASK_ID, MAX_WAIT_SECONDS, STATUSES, Task
+from searchsvc.tasks.database import QueueDatabase
+from searchsvc.tasks.written import forget_written, remember_written, written_ids
 
-STATUSES = ("enqueued", "processing", "succeeded", "failed")
-KINDS = ("upsert", "delete")
-# Task ids are SQLite rowids: positive 64-bit integers.
-MAX_TASK_ID = 2**63 - 1
-# Longest a caller may wait for a task to finish in one request (seconds). A waiting request
-# holds a sync worker, so it is kept well below gunicorn's 30 s timeout; clients wait again.
-MAX_WAIT_SECONDS = 10.0
+__all__ = [
+    "KINDS",
+    "MAX_TASK_ID",
+    "MAX_WAIT_SECONDS",
+    "STATUSES",
+    "ClaimedTask",
+    "Task",
+    "TaskQueue",
+]
+
 _WAIT_POLL_SECONDS = 0.05
-# How long a connection waits for another process's write transaction before giving up.
-_BUSY_TIMEOUT_MS = 10_000
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tasks (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL,
-    status TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    payload BLOB,
-    origin TEXT NOT NULL,
-    enqueued_at TEXT NOT NULL,
-    started_at TEXT,
-    finished_at TEXT,
-    result TEXT,
-    error TEXT
-);
-CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (status, id);
-CREATE TABLE IF NOT EXISTS written_records (id TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS api_keys (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    digest BLOB NOT NULL,
-    scopes TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    revoked_at TEXT
-);
-"""
-
-
-@dataclass(frozen=True, slots=True)
-class Task:
-    """One write request and what became of it."""
-
-    id: int
-    kind: str  # "upsert" or "delete"
-    status: str  # one of STATUSES
-    size: int  # records (upsert) or ids (delete) it carries
-    origin: str  # "api" or "cli"
-    enqueued_at: str
-    started_at: str | None = None
-    finished_at: str | None = None
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.status in ("succeeded", "failed")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "status": self.status,
-            "size": self.size,
-            "origin": self.origin,
-            "enqueued_at": self.enqueued_at,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "result": self.result,
-            "error": self.error,
-        }
 
 
 @dataclass(slots=True)
@@ -117,96 +56,8 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class TaskQueue:
-    """The queue in one SQLite file; safe to use from many threads and processes."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(os.path.abspath(path))
-        # One connection per process, shared by its threads under this lock. Per-thread
-        # connections could not all be reset: SQLite shares a file's state (a read-only opening
-        # while the directory was read-only) between the connections of a process, so one
-        # stale connection kept every new one read-only after the files became writable again.
-        self._lock = threading.RLock()
-        self._connection: sqlite3.Connection | None = None
-        self._pid = 0
-
-    # -- connections -------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _connected(self) -> Iterator[sqlite3.Connection]:
-        """The process's connection, held for the block; reopened after any SQLite error, so
-        that a failure (read-only or full disk, a damaged file) does not outlive its cause."""
-        with self._lock:
-            if self._connection is None or self._pid != os.getpid():
-                self._connection = self._open()
-                self._pid = os.getpid()
-            try:
-                yield self._connection
-            except (sqlite3.Error, TaskQueueUnavailable):
-                self._reset()
-                raise
-
-    def _open(self) -> sqlite3.Connection:
-        connection = None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(
-                self.path,
-                timeout=_BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            # FULL: a commit is on disk (WAL fsynced) before it returns, so an acknowledged task
-            # survives a power cut as well as a killed process.
-            connection.execute("PRAGMA synchronous=FULL")
-            _set_up(connection)
-            return connection
-        except (sqlite3.Error, OSError) as exc:
-            if connection is not None:
-                connection.close()
-            raise _unavailable(self.path, exc) from exc
-
-    def _reset(self) -> None:
-        if self._connection is not None and self._pid == os.getpid():
-            with contextlib.suppress(sqlite3.Error):
-                self._connection.close()
-        self._connection = None
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE: the write lock taken at once, not mid-way)."""
-        with self._connected() as connection:
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-                try:
-                    yield connection
-                except BaseException:
-                    # Some errors (a full disk) have SQLite roll back on its own already.
-                    if connection.in_transaction:
-                        connection.execute("ROLLBACK")
-                    raise
-                connection.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if connection.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        connection.execute("ROLLBACK")
-                raise _unavailable(self.path, exc) from exc
-
-    def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        """Rows of a read; none while the queue's file does not exist (reads never create it)."""
-        with self._lock:
-            if self._connection is None and not self.path.exists():
-                return []
-            try:
-                with self._connected() as connection:
-                    cursor = connection.execute(sql, parameters)
-                    cursor.row_factory = sqlite3.Row
-                    return cursor.fetchall()
-            except sqlite3.Error as exc:
-                raise _unavailable(self.path, exc) from exc
-
-    def close(self) -> None:
-        with self._lock:
-            self._reset()
+class TaskQueue(QueueDatabase):
+    """The queue: tasks enqueued by any process, claimed in order by the one writer."""
 
     # -- enqueueing --------------------------------------------------------------------------
     def enqueue_upserts(self, records: Sequence[Record], origin: str = "api") -> Task:
@@ -318,7 +169,7 @@ class TaskQueue:
             for item in claimed:
                 result = {"batch": batch}
                 if item.task.origin == "api":
-                    _remember_written(connection, item)
+                    remember_written(connection, item.task.kind, item.records, item.ids)
                 connection.execute(
                     "UPDATE tasks SET status = 'succeeded', finished_at = ?, result = ?, "
                     "payload = NULL WHERE id = ?",
@@ -338,60 +189,19 @@ class TaskQueue:
                 (_now(), orjson.dumps(shape, default=str).decode(), item.task.id),
             )
 
-    # -- records written through the API -------------------------------------------------------
+    # -- records written through the API (written.py) -------------------------------------------
     def written_ids(self) -> set[str]:
         """Ids of the records that API writes put in the index (and no API delete removed)."""
-        return {row["id"] for row in self.query("SELECT id FROM written_records")}
+        return written_ids(self)
 
     def forget_written(self) -> None:
         """Forget them (a rebuild that replaced the index without them)."""
-        with self.transaction() as connection:
-            connection.execute("DELETE FROM written_records")
-
-    # -- locks shared by the writer and rebuilds -----------------------------------------------
-    @contextlib.contextmanager
-    def apply_lock(self, wait: bool = True) -> Iterator[bool]:
-        """Hold the right to change the index: the writer for each batch, a rebuild for all of
-        it. Yields False at once when `wait` is False and someone else holds it."""
-        with _flock(self.path.with_name(self.path.name + ".apply.lock"), wait) as held:
-            yield held
-
-    @contextlib.contextmanager
-    def writer_role(self) -> Iterator[bool]:
-        """Try to be the one writer of this queue (yields False when another process is)."""
-        with _flock(self.path.with_name(self.path.name + ".writer.lock"), wait=False) as held:
-            yield held
+        forget_written(self)
 
 
 _TASK_COLUMNS = (
     "id, kind, status, size, origin, enqueued_at, started_at, finished_at, result, error"
 )
-
-
-def _set_up(connection: sqlite3.Connection) -> None:
-    """WAL mode (kept by the file once set) and the tables, whoever opens the file first.
-
-    Processes starting together all open a new file at once: switching to WAL fails at once
-    with "database is locked" while another connection switches (SQLite does not wait for
-    it), so that is retried; the tables are made in a transaction, which does wait.
-    """
-    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
-    while connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-        try:
-            connection.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in _SCHEMA.split(";"):
-            if statement.strip():
-                connection.execute(statement)
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
 
 
 def _task_of(row: sqlite3.Row) -> Task:
@@ -421,42 +231,3 @@ def _with_payload(task: Task, payload: bytes | None) -> ClaimedTask:
         except ValueError as exc:
             claimed.problems.append({"position": position, "reason": str(exc)})
     return claimed
-
-
-def _remember_written(connection: sqlite3.Connection, item: ClaimedTask) -> None:
-    if item.task.kind == "upsert":
-        connection.executemany(
-            "INSERT OR IGNORE INTO written_records (id) VALUES (?)",
-            [(record.id,) for record in item.records],
-        )
-    else:
-        connection.executemany(
-            "DELETE FROM written_records WHERE id = ?", [(record_id,) for record_id in item.ids]
-        )
-
-
-@contextlib.contextmanager
-def _flock(path: Path, wait: bool) -> Iterator[bool]:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+")  # noqa: SIM115 (held for the whole block)
-    except OSError as exc:
-        raise _unavailable(path, exc) from exc
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _unavailable(path: Path, exc: BaseException) -> TaskQueueUnavailable:
-    # An OSError's text names the file: fine on the command line, not in an HTTP answer.
-    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-    error = TaskQueueUnavailable(f"the task queue is unavailable: {reason}")
-    error.local_message = f"the task queue at {path} is unavailable: {str(exc) or reason}"
-    return error

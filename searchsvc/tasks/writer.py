@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from searchsvc.backends import SearchBackend
-from searchsvc.errors import (
+from searchsvc.domain.errors import (
     BuildInProgress,
     IndexUnavailable,
     InvalidRequest,
@@ -32,7 +32,8 @@ from searchsvc.errors import (
     SearchsvcError,
     TaskQueueUnavailable,
 )
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
+from searchsvc.domain.tasks import MAX_WAIT_SECONDS, Task
 from searchsvc.tasks.queue import ClaimedTask, TaskQueue
 
 log = logging.getLogger(__name__)
@@ -183,6 +184,19 @@ class TaskWriter:
                 continue
             if not finished:
                 stop.wait(POLL_SECONDS)
+
+    def apply_until_done(self, task_id: int) -> Task:
+        """The task `task_id` once it is done: applied by this writer while no other process
+        holds the writer role (a `searchsvc index --update` without a running service),
+        waited for while one does. Engine errors propagate, the task staying queued."""
+        task = self.queue.get(task_id)
+        while not task.done:
+            with self.queue.writer_role() as elected:
+                if elected:
+                    while not self.queue.get(task_id).done and self.apply_next_batch():
+                        pass
+            task = self.queue.wait(task_id, MAX_WAIT_SECONDS)
+        return task
 
     def start_thread(self) -> tuple[threading.Thread, threading.Event]:
         """Serve in a daemon thread; set the returned event to stop it."""

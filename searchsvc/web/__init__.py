@@ -5,12 +5,12 @@ from __future__ import annotations
 from flask import Flask, current_app, render_template
 from werkzeug.exceptions import HTTPException
 
-from searchsvc.api.errors import status_of
-from searchsvc.errors import QueryError, SearchsvcError
+from searchsvc.domain.errors import QueryError, SearchsvcError
+from searchsvc.http.status import status_of
 from searchsvc.web.views import bp
 
 # Titles of the error pages, by status (the status of each domain error is the API's, one map
-# for both: api/errors.py); the messages under them are written for people.
+# for both: http/status.py); the messages under them are written for people.
 _TITLES = {
     400: "That search address is not valid",
     404: "Not found",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from searchsvc.records import Record, is_arxiv_id
+from searchsvc.domain.records import Record, is_arxiv_id
 
 # Characters with a meaning in BibTeX/LaTeX, written so that they print as themselves.
 _ESCAPES = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from searchsvc.query import FacetValue
+from searchsvc.domain.query import FacetValue
 
 # A continuous axis is clearer (gaps show as gaps) until it gets too long to read.
 MAX_CONTINUOUS_YEARS = 40

@@ -12,10 +12,17 @@ from urllib.parse import urlencode
 
 from werkzeug.datastructures import MultiDict
 
-from searchsvc.errors import InvalidRequest
-from searchsvc.params import check_year_order, query_params, search_request_from
-from searchsvc.query import MAX_FACET_SIZE, MAX_PAGE, MAX_QUERY_LENGTH, SORTS, SearchRequest
-from searchsvc.records import MAX_YEAR, MIN_YEAR
+from searchsvc.domain.errors import InvalidRequest
+from searchsvc.domain.query import (
+    MAX_FACET_SIZE,
+    MAX_PAGE,
+    MAX_QUERY_LENGTH,
+    SORTS,
+    SearchRequest,
+    query_params,
+)
+from searchsvc.domain.records import MAX_YEAR, MIN_YEAR
+from searchsvc.params import check_year_order, search_request_from
 
 PER_PAGE = 10
 _INTEGER = re.compile(r"-?[0-9]{1,9}")

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from searchsvc.facets import DISPLAYED_FACETS, facet_named
-from searchsvc.query import MAX_FILTER_VALUES, FacetValue, SearchRequest, SearchResult
-from searchsvc.subjects import taxonomy
+from searchsvc.domain.facets import DISPLAYED_FACETS, facet_named
+from searchsvc.domain.query import MAX_FILTER_VALUES, FacetValue, SearchRequest, SearchResult
+from searchsvc.domain.subjects import taxonomy
 from searchsvc.web.params import SearchLinks
 
 # Values shown before the rest of a facet folds into a "more" disclosure.

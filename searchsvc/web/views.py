@@ -9,11 +9,10 @@ from urllib.parse import quote
 from flask import Blueprint, Response, jsonify, render_template, request, url_for
 from markupsafe import Markup, escape
 
-from searchsvc.errors import InvalidRequest, QueryError, RecordNotFound, SearchsvcError
-from searchsvc.extension import get_service
-from searchsvc.facets import facet_named
-from searchsvc.hybrid import SEMANTIC_DEPTH
-from searchsvc.query import (
+from searchsvc.domain.errors import InvalidRequest, QueryError, RecordNotFound
+from searchsvc.domain.facets import facet_named
+from searchsvc.domain.modes import SEMANTIC_DEPTH
+from searchsvc.domain.query import (
     SORTS,
     FacetValue,
     Hit,
@@ -21,7 +20,8 @@ from searchsvc.query import (
     SearchResult,
     meaning_breakdown,
 )
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
+from searchsvc.extension import get_service
 from searchsvc.web.bibtex import to_bibtex
 from searchsvc.web.charts import year_bars
 from searchsvc.web.params import SearchLinks, parse_page, parse_search_args, search_href
@@ -138,11 +138,7 @@ MODE_LABELS = {
 
 
 def _has_vectors() -> bool:
-    service = get_service()
-    try:
-        return service.mode_for(SearchRequest(q="x")) != "lexical"
-    except SearchsvcError:
-        return False
+    return get_service().has_vectors()
 
 
 @bp.get("/records/<path:record_id>")

@@ -5,7 +5,7 @@ registered engine. To register an engine, add its name to ENGINES and a session 
 `<name>_engine` returning an Engine (it may start servers; it stops them when the session ends).
 An engine is done when this suite passes on it.
 
-The Solr engine runs on a real two-node SolrCloud started for the session (tests/solr_cluster.py;
+The Solr engine runs on a real two-node SolrCloud started for the session (tests/solr/cluster.py;
 `SEARCHSVC_TEST_SOLR=solr://HOST:PORT,...` uses a running one instead); its tests are `slow`.
 """
 
@@ -55,7 +55,7 @@ def whoosh_engine(tmp_path_factory) -> Engine:
 
 @pytest.fixture(scope="session")
 def solr_engine(request) -> Engine:
-    from tests.solr_support import drop_collections
+    from tests.solr.support import drop_collections
 
     # Asked for here, not as a parameter: a Whoosh-only session starts no cluster.
     hosts = request.getfixturevalue("solr_hosts")
@@ -65,7 +65,7 @@ def solr_engine(request) -> Engine:
         "solr",
         # Two shards (scores and counts merged across them), one replica each: replicas change
         # nothing a contract test sees, and halve the time a collection takes to create
-        # (tests/test_solr_failover.py runs the default 2 x 2 and loses a node).
+        # (tests/solr/test_failover.py runs the default 2 x 2 and loses a node).
         lambda: f"solr://{hosts}/solr/{prefix}_{next(names)}?replicas=1",
         drop_collections,
     )

@@ -12,12 +12,12 @@ from collections.abc import Collection, Iterable
 
 import numpy as np
 
+from searchsvc.domain.modes import MEANING_FLOOR
+from searchsvc.domain.query import SearchRequest, SearchResult
+from searchsvc.domain.records import Record
+from searchsvc.domain.subjects import taxonomy
 from searchsvc.embeddings import quantise, shared_encoder
 from searchsvc.embeddings.encoder import QUANTISATION_SCALE
-from searchsvc.hybrid import MEANING_FLOOR
-from searchsvc.query import SearchRequest, SearchResult
-from searchsvc.records import Record
-from searchsvc.subjects import taxonomy
 
 SUBJECT_FACETS = ("category", "subject")
 # hybrid.MEANING_FLOOR as a dot product of int8 vectors (cosine = dot / 127^2).

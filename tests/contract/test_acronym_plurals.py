@@ -9,8 +9,8 @@ import re
 import pytest
 
 from searchsvc.backends import open_backend
-from searchsvc.query import SearchRequest
-from searchsvc.records import Record
+from searchsvc.domain.query import SearchRequest
+from searchsvc.domain.records import Record
 from tests.support import build_index, marks
 
 ACRONYM_RECORDS = (

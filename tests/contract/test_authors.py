@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from searchsvc.errors import InvalidRequest, RecordNotFound
-from searchsvc.query import FacetValue
+from searchsvc.domain.errors import InvalidRequest, RecordNotFound
+from searchsvc.domain.query import FacetValue
 
 
 def test_author_view_lists_records_newest_first_with_counts(fixture_backend):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 from tests.support import FIXTURE_RECORDS
 
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchsvc.errors import InvalidRequest
-from searchsvc.query import FacetValue, SearchRequest
+from searchsvc.domain.errors import InvalidRequest
+from searchsvc.domain.query import FacetValue, SearchRequest
 from tests.contract.reference import (
     answered_facets,
     counts,

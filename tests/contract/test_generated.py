@@ -17,11 +17,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from searchsvc.backends import open_backend
+from searchsvc.domain.errors import RecordNotFound
+from searchsvc.domain.query import SearchRequest
+from searchsvc.domain.querylang import parse_query
+from searchsvc.domain.records import Record, id_problem
 from searchsvc.embeddings import shared_encoder
-from searchsvc.errors import RecordNotFound
-from searchsvc.query import SearchRequest
-from searchsvc.querylang import parse_query
-from searchsvc.records import Record, id_problem
 from searchsvc.service import SearchService
 from tests.contract.reference import (
     FLOOR_DOT,

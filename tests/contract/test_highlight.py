@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import unescape
 
-from searchsvc.query import SearchRequest
+from searchsvc.domain.query import SearchRequest
 from tests.support import FIXTURE_RECORDS, HOSTILE_TITLE, marks
 
 

@@ -1,6 +1,6 @@
 """Lexical, hybrid and semantic search on every engine, against a plain-Python model.
 
-The model (searchsvc/hybrid.py's rules): a query of plain words in semantic mode returns the
+The model (searchsvc/domain/modes.py's rules): a query of plain words in semantic mode returns the
 SEMANTIC_DEPTH records nearest the query vector among those passing the filters, at a cosine of
 MEANING_FLOOR or more; in hybrid mode those plus the lexical matches passing the filters; total
 and facet counts are the lexical model's (reference.expected_total / expected_facets) over that
@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 
 from searchsvc.backends import SearchBackend, open_backend
+from searchsvc.domain.errors import ModelUnavailable, ModeUnavailable
+from searchsvc.domain.modes import MODES, SEMANTIC_DEPTH, meaning_text
+from searchsvc.domain.query import MAX_PER_PAGE, SearchRequest
+from searchsvc.domain.records import Record
 from searchsvc.embeddings import quantise, shared_encoder
-from searchsvc.errors import ModelUnavailable, ModeUnavailable
-from searchsvc.hybrid import MODES, SEMANTIC_DEPTH, meaning_text
-from searchsvc.query import MAX_PER_PAGE, SearchRequest
-from searchsvc.records import Record
 from searchsvc.service import SearchService
 from tests.contract.reference import (
     FLOOR_DOT,

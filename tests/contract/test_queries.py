@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchsvc.errors import QueryError
-from searchsvc.query import SearchRequest
-from searchsvc.querylang.limits import MAX_QUERY_WORDS
-from searchsvc.records import Record
+from searchsvc.domain.errors import QueryError
+from searchsvc.domain.query import SearchRequest
+from searchsvc.domain.querylang.limits import MAX_QUERY_WORDS
+from searchsvc.domain.records import Record
 from tests.support import FIXTURE_RECORDS, examples
 
 NEWEST = ["2301.00001", "2201.00002", "2101.00003", "seed-hostile0001", "0704.0001"]

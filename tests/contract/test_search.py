@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from searchsvc.backends import SearchBackend, open_backend
-from searchsvc.errors import IndexUnavailable, InvalidRequest, RecordNotFound
-from searchsvc.query import SearchRequest
+from searchsvc.domain.errors import IndexUnavailable, InvalidRequest, RecordNotFound
+from searchsvc.domain.query import SearchRequest
 from tests.contract.reference import hit_ids
 from tests.support import FIXTURE_RECORDS, build_index
 

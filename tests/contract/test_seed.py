@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from searchsvc.backends import open_backend
-from searchsvc.query import SearchRequest
+from searchsvc.domain.query import SearchRequest
 from tests.support import build_index
 
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from searchsvc.errors import IndexUnavailable
-from searchsvc.records import Record
+from searchsvc.domain.errors import IndexUnavailable
+from searchsvc.domain.records import Record
 from tests.support import FIXTURE_RECORDS
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from searchsvc.backends import open_backend
-from searchsvc.query import FacetValue, SearchRequest
-from searchsvc.records import Record
+from searchsvc.domain.query import FacetValue, SearchRequest
+from searchsvc.domain.records import Record
 from searchsvc.service import SearchService
 from tests.contract.reference import (
     answered_facets,

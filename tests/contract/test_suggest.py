@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from searchsvc.errors import InvalidRequest, UnknownFacet
-from searchsvc.query import MAX_FACET_SIZE, FacetValue, SearchRequest
-from searchsvc.records import Record
+from searchsvc.domain.errors import InvalidRequest, UnknownFacet
+from searchsvc.domain.query import MAX_FACET_SIZE, FacetValue, SearchRequest
+from searchsvc.domain.records import Record
 
 
 def suggestion(backend, q):

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from searchsvc.backends import WriteResult, open_backend
-from searchsvc.errors import IndexUnavailable, RecordNotFound
-from searchsvc.query import SearchRequest
-from searchsvc.records import Record
+from searchsvc.domain.errors import IndexUnavailable, RecordNotFound
+from searchsvc.domain.query import SearchRequest
+from searchsvc.domain.records import Record
 from tests.contract.reference import counts, hit_ids
 from tests.support import FIXTURE_RECORDS, multi_block_records
 

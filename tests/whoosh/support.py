@@ -21,11 +21,11 @@ from whoosh import index as whoosh_index
 from whoosh.index import Index
 from whoosh.qparser import FieldAliasPlugin, FuzzyTermPlugin, MultifieldParser, OrGroup
 
-from searchsvc.backends.ranked_fields import FIELD_BOOSTS
+from searchsvc.backends.shared.ranked_fields import FIELD_BOOSTS
 from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.schema import QUERY_FIELDS, build_schema
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 from tests.support import FIXTURE_RECORDS
 
 # The field aliases the backend gave Whoosh's parser (`author:` searched author-name words).

@@ -7,6 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from searchsvc.backends.shared import words as splitting
 from searchsvc.backends.whoosh import analysis
 from searchsvc.backends.whoosh.schema import name_analyzer, text_analyzer
 from tests.support import examples
@@ -75,15 +76,15 @@ _ASCII_TEXTS = st.one_of(
 @given(_ASCII_TEXTS)
 def test_array_split_of_ascii_text_equals_the_regex_split(text: str) -> None:
     # Long ASCII texts (abstracts) take the array path; it must find the regex's very tokens.
-    parts = analysis._SPLIT.split(text)
+    parts = splitting.WORD_SPLIT.split(text)
     offsets = [0, *itertools.accumulate(map(len, parts))]
     expected = (parts[1::2], offsets[1:-1:2], offsets[2::2])
-    assert analysis._ascii_word_bounds(text) == expected
+    assert splitting.ascii_word_bounds(text) == expected
 
 
 def test_long_ascii_text_takes_the_array_split_and_highlights_as_whoosh() -> None:
     text = "Schedulers (e.g. U.S.A. v1.2) cache x_1, don't they? " * 20
-    assert len(text) >= analysis._ARRAY_SPLIT_MIN_CHARS
+    assert len(text) >= splitting.ARRAY_SPLIT_MIN_CHARS
     words, starts, ends = analysis.word_bounds(text)
     terms = analysis.highlight_terms(words)
     spans = [(terms[w], s, e) for w, s, e in zip(words, starts, ends, strict=True)]

@@ -2,7 +2,7 @@
 saved with them, writer processes, deleted documents, the lock, and a build killed mid-way.
 
 The indexer's engine-neutral behaviour (counts, merging, errors, updates by id) is tested in
-tests/test_indexer.py through the service; these look at the index directory itself.
+tests/indexing/test_indexer.py through the service; these look at the index directory itself.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.documents import from_stored, to_document
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
 from searchsvc.backends.whoosh.store import BUILD_PREFIX, CURRENT, GENERATION_PREFIX, IndexDirectory
-from searchsvc.errors import BuildInProgress, SourceError
-from searchsvc.indexer import (
+from searchsvc.domain.errors import BuildInProgress, SourceError
+from searchsvc.indexing.indexer import (
     build_index,
     build_index_from_records,
     update_index,
     update_index_from_records,
 )
+from tests.indexing.test_indexer import generated_records, write_jsonl
 from tests.support import FIXTURE_RECORDS
-from tests.test_indexer import generated_records, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -243,8 +243,8 @@ def test_a_held_directory_lock_refuses_builds_and_updates(directory):
 KILLED_BUILD_DRIVER = textwrap.dedent(
     """
     import sys
-    from tests.test_indexer import generated_records
-    from searchsvc.indexer import build_index_from_records
+    from tests.indexing.test_indexer import generated_records
+    from searchsvc.indexing.indexer import build_index_from_records
 
     build_index_from_records(generated_records(20_000), sys.argv[1], procs=2)
     """
@@ -310,8 +310,8 @@ def test_updates_merge_small_segments_of_like_size_once_a_tier_is_full(tmp_path,
     from searchsvc.backends.whoosh.backend import WhooshBackend
     from searchsvc.backends.whoosh.build import writer as writer_module
     from searchsvc.backends.whoosh.store import IndexDirectory
-    from searchsvc.indexer import build_index_from_records
-    from searchsvc.query import SearchRequest
+    from searchsvc.domain.query import SearchRequest
+    from searchsvc.indexing.indexer import build_index_from_records
     from tests.support import multi_block_records
 
     monkeypatch.setattr(writer_module, "SMALL_SEGMENT_DOCS", 100)

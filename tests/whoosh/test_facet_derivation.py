@@ -1,5 +1,5 @@
 """Derived facet columns drop repeated (document, value) entries in linear time, with the same
-result as sorting every pair (facet_table._first_of_each_pair; issue 20's cold start)."""
+result as sorting every pair (value_column._first_of_each_pair; issue 20's cold start)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchsvc.backends.whoosh.accel.facet_table import _SHORT_RUN, _first_of_each_pair
+from searchsvc.backends.whoosh.accel.value_column import _SHORT_RUN, _first_of_each_pair
 
 
 def by_sorting(docs: np.ndarray, values: np.ndarray) -> tuple[list[int], list[int]]:

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueMajor
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.accel.facet_table_file import (
     DERIVED_SAVED,
     PackedValues,
@@ -24,12 +24,14 @@ from searchsvc.backends.whoosh.accel.facet_table_file import (
     npz_bytes,
     text_array,
 )
+from searchsvc.backends.whoosh.accel.value_column import ValueMajor
 from searchsvc.backends.whoosh.backend import WhooshBackend
-from searchsvc.backends.whoosh.store import FACET_ARRAYS, IndexDirectory
-from searchsvc.facets import FACET_NAMES
-from searchsvc.indexer import build_index_from_records, update_index_from_records
-from searchsvc.query import SearchRequest
-from searchsvc.records import Record
+from searchsvc.backends.whoosh.state_files import FACET_ARRAYS
+from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.domain.facets import FACET_NAMES
+from searchsvc.domain.query import SearchRequest
+from searchsvc.domain.records import Record
+from searchsvc.indexing.indexer import build_index_from_records, update_index_from_records
 from tests.support import FIXTURE_RECORDS
 
 AUTHORS = ("Ada Lovelace", "Aditya Akella", "Shivaram Venkataraman", "C. Balázs", "Ève Durand")

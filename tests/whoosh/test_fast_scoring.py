@@ -61,8 +61,8 @@ from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.queries.compile import compile_query
 from searchsvc.backends.whoosh.ranking import weighting
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.querylang import parse_query
-from searchsvc.records import Record
+from searchsvc.domain.querylang import parse_query
+from searchsvc.domain.records import Record
 from tests.support import FIXTURE_RECORDS, build_index, examples
 from tests.whoosh.support import build_with_whoosh_writer
 

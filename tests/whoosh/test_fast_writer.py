@@ -25,7 +25,7 @@ from searchsvc.backends.whoosh.build import segment as segments
 from searchsvc.backends.whoosh.build import writer as writing
 from searchsvc.backends.whoosh.build.writer import add_records
 from searchsvc.backends.whoosh.schema import build_schema
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
 from searchsvc.sources import read_records
 from tests.support import FIXTURE_RECORDS, examples, multi_block_records
 from tests.whoosh.support import whoosh_writer_index

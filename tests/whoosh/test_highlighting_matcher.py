@@ -1,6 +1,7 @@
-"""The Whoosh engine's highlights are the engine-neutral highlighter's (searchsvc/highlighting.py)
-given the same matched words: a plain table of words and their stems, as another engine might
-supply, gives byte-identical output to the Whoosh wrapper's (accel/highlight.py)."""
+"""The Whoosh engine's highlights are the engine-neutral highlighter's
+(searchsvc/backends/shared/highlighting.py) given the same matched words: a plain table of words and
+their stems, as another engine might supply, gives byte-identical output to the Whoosh wrapper's
+(accel/highlight.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchsvc import highlighting
+from searchsvc.backends.shared import highlighting
 from searchsvc.backends.whoosh.accel import highlight as whoosh_highlight
 from searchsvc.backends.whoosh.analysis import highlight_terms
 from tests.support import FIXTURE_RECORDS, examples

@@ -9,10 +9,11 @@ from searchsvc.backends.whoosh.accel import lexicon_file as lexicon_files
 from searchsvc.backends.whoosh.accel import term_tables
 from searchsvc.backends.whoosh.accel.lexicon_file import load_terms, saved_fields
 from searchsvc.backends.whoosh.backend import WhooshBackend
-from searchsvc.backends.whoosh.store import LEXICONS, IndexDirectory
-from searchsvc.indexer import build_index_from_records, update_index_from_records
-from searchsvc.query import SearchRequest
-from searchsvc.records import Record
+from searchsvc.backends.whoosh.state_files import LEXICONS
+from searchsvc.backends.whoosh.store import IndexDirectory
+from searchsvc.domain.query import SearchRequest
+from searchsvc.domain.records import Record
+from searchsvc.indexing.indexer import build_index_from_records, update_index_from_records
 from tests.support import FIXTURE_RECORDS
 
 NEW_WORD = "zeppelinology"

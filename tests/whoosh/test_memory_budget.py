@@ -22,9 +22,9 @@ from searchsvc.backends.whoosh.build.writer import (
     segment_records,
 )
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.indexer import build_index_from_records
-from searchsvc.query import SearchRequest
-from searchsvc.records import Record, title_key
+from searchsvc.domain.query import SearchRequest
+from searchsvc.domain.records import Record, title_key
+from searchsvc.indexing.indexer import build_index_from_records
 from tests.support import draw_seed_request, examples, multi_block_records
 
 # Per record of a segment, as the writer reckons it, in the budgeted build below: a 256 MiB
@@ -104,7 +104,7 @@ def test_a_budgeted_build_answers_exactly_like_an_unbudgeted_one(
 
 
 def test_title_order_breaks_long_shared_prefixes_and_ties_across_segments(tmp_path, monkeypatch):
-    # The table orders by a prefix of each title's sort key first (facet_table._title_rank):
+    # The table orders by a prefix of each title's sort key first (accel/title_rank.py):
     # titles that share more than that prefix, equal titles (kept in record order) and
     # non-ASCII titles, spread over several segments.
     monkeypatch.setattr(writer_module, "MAX_SEGMENT_RECORDS", 7)

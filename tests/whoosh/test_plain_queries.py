@@ -17,14 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from whoosh import query
 
-from searchsvc.backends.ranked_fields import SEARCH_FIELDS, index_fields
+from searchsvc.backends.shared.ranked_fields import SEARCH_FIELDS, index_fields
 from searchsvc.backends.whoosh.queries import compile as compiler
 from searchsvc.backends.whoosh.queries.compile import compile_query, compile_tree
 from searchsvc.backends.whoosh.queries.expansion import QueryRewriter
 from searchsvc.backends.whoosh.queries.plain import PlainWords
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.errors import QueryError
-from searchsvc.querylang import parse_query
+from searchsvc.domain.errors import QueryError
+from searchsvc.domain.querylang import parse_query
 from tests.support import examples
 from tests.whoosh.support import assert_same_query, whoosh_parser
 

@@ -24,9 +24,9 @@ from searchsvc.backends.whoosh.build import writer as writing
 from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.facets import FACET_NAMES
-from searchsvc.indexer import build_index_from_records, update_index_from_records
-from searchsvc.query import SearchRequest
+from searchsvc.domain.facets import FACET_NAMES
+from searchsvc.domain.query import SearchRequest
+from searchsvc.indexing.indexer import build_index_from_records, update_index_from_records
 from searchsvc.sources import read_records
 from tests.support import FIXTURE_RECORDS, multi_block_records
 from tests.whoosh.support import build_with_whoosh_writer

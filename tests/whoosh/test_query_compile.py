@@ -24,17 +24,17 @@ import pytest
 import whoosh
 from whoosh import query
 
-from searchsvc.backends.ranked_fields import SEARCH_FIELDS, index_fields
+from searchsvc.backends.shared.ranked_fields import SEARCH_FIELDS, index_fields
 from searchsvc.backends.whoosh.accel.array_scoring import extract_terms
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.queries.compile import ParsedQuery, compile_tree
 from searchsvc.backends.whoosh.queries.expansion import QueryRewriter
 from searchsvc.backends.whoosh.schema import QUERY_FIELDS
 from searchsvc.backends.whoosh.search import execute
-from searchsvc.errors import IndexUnavailable
-from searchsvc.query import SearchRequest
-from searchsvc.querylang import parse_query
-from searchsvc.records import MAX_YEAR, MIN_YEAR
+from searchsvc.domain.errors import IndexUnavailable
+from searchsvc.domain.query import SearchRequest
+from searchsvc.domain.querylang import parse_query
+from searchsvc.domain.records import MAX_YEAR, MIN_YEAR
 from tests.whoosh.support import assert_same_query, whoosh_parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -326,7 +326,7 @@ def test_opening_a_whoosh_location_with_another_whoosh_version_fails_naming_it(t
         import whoosh
         whoosh.versionstring = lambda *args, **kwargs: "2.7.5"
         from searchsvc.backends import open_backend
-        from searchsvc.errors import IndexUnavailable
+        from searchsvc.domain.errors import IndexUnavailable
         try:
             open_backend(sys.argv[1])
         except IndexUnavailable as exc:

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from searchsvc.backends.whoosh.accel import facet_table as facets
-from searchsvc.backends.whoosh.accel.facet_table import ValueColumn
+from searchsvc.backends.whoosh.accel import value_column as facets
+from searchsvc.backends.whoosh.accel.value_column import ValueColumn
 from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.search.execute import compile_for
-from searchsvc.query import SearchRequest
-from searchsvc.texts import fold
+from searchsvc.domain.query import SearchRequest
+from searchsvc.domain.texts import fold
 from tests.contract.reference import facet_values, filter_keys
 from tests.support import FIXTURE_RECORDS, draw_seed_request, examples
 

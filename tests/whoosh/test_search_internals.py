@@ -12,8 +12,8 @@ from searchsvc.backends.whoosh.backend import WhooshBackend
 from searchsvc.backends.whoosh.queries.expansion import MAX_EXPANSION, most_frequent
 from searchsvc.backends.whoosh.search.execute import compile_for
 from searchsvc.backends.whoosh.store import IndexDirectory, version_token
-from searchsvc.errors import IndexUnavailable
-from searchsvc.query import SearchRequest
+from searchsvc.domain.errors import IndexUnavailable
+from searchsvc.domain.query import SearchRequest
 from tests.support import FIXTURE_RECORDS, build_index
 
 

@@ -13,7 +13,7 @@ import pytest
 from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.store import BUILD_PREFIX, CURRENT, IndexDirectory
-from searchsvc.errors import BuildInProgress, IndexUnavailable
+from searchsvc.domain.errors import BuildInProgress, IndexUnavailable
 from tests.support import FIXTURE_RECORDS, build_index
 from tests.whoosh.support import build_with_whoosh_writer
 
@@ -122,14 +122,14 @@ def test_a_build_that_fails_to_go_live_leaves_no_generation_behind(tmp_path, mon
     directory = IndexDirectory(build_index(tmp_path / "index"))
     live = directory.live_name()
     before = sorted(path.name for path in directory.root.iterdir())
-    real = store._write_atomically
+    real = store.write_atomically
 
     def fail_on_current(path, content):
         if path.name == CURRENT:
             raise OSError("disk full")
         real(path, content)
 
-    monkeypatch.setattr(store, "_write_atomically", fail_on_current)
+    monkeypatch.setattr(store, "write_atomically", fail_on_current)
     with pytest.raises(OSError), directory.build():
         pass
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from searchsvc.backends.whoosh.backend import WhooshBackend
-from searchsvc.indexer import build_index_from_records
-from searchsvc.query import SearchRequest
+from searchsvc.domain.query import SearchRequest
+from searchsvc.indexing.indexer import build_index_from_records
 from tests.contract.reference import answered_facets, check_subject_counts, expected_facets
 from tests.support import read_corpus
 

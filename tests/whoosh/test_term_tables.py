@@ -11,7 +11,7 @@ from searchsvc.backends.whoosh.accel import term_tables
 from searchsvc.backends.whoosh.build import writer as writing
 from searchsvc.backends.whoosh.documents import to_document
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.indexer import build_index_from_records
+from searchsvc.indexing.indexer import build_index_from_records
 from tests.support import FIXTURE_RECORDS, build_index, multi_block_records
 from tests.whoosh.support import build_with_whoosh_writer
 

@@ -13,10 +13,10 @@ from searchsvc.backends import open_backend
 from searchsvc.backends.whoosh.accel import vector_table
 from searchsvc.backends.whoosh.accel.vector_table import SegmentVectors, VectorTable
 from searchsvc.backends.whoosh.search import execute
+from searchsvc.domain.modes import SEMANTIC_DEPTH
+from searchsvc.domain.query import SearchRequest
 from searchsvc.embeddings import quantise
 from searchsvc.embeddings.ann import Graph, write_graph
-from searchsvc.hybrid import SEMANTIC_DEPTH
-from searchsvc.query import SearchRequest
 
 DIMENSIONS = 384
 

@@ -50,7 +50,7 @@ def test_column_offsets_are_the_running_sum_of_value_lengths(fixture_index, tmp_
     from whoosh.codec.whoosh3 import STORED_COLUMN
 
     from searchsvc.backends.whoosh.store import IndexDirectory
-    from searchsvc.texts import title_key
+    from searchsvc.domain.texts import title_key
     from tests.support import FIXTURE_RECORDS
     from tests.whoosh.support import build_with_whoosh_writer
 

@@ -18,7 +18,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 from searchsvc.backends.solr.connection import SolrConnection
-from searchsvc.errors import IndexUnavailable
+from searchsvc.domain.errors import IndexUnavailable
 
 COLLECTIONS = "/admin/collections"
 CONFIGS = "/admin/configs"

@@ -17,7 +17,7 @@ from importlib import resources
 
 import Stemmer
 
-from searchsvc.backends.acronym_plurals import singular
+from searchsvc.backends.shared.acronym_plurals import singular
 
 _TOKEN = re.compile(r"\w+(?:\.\w+)*")
 _MIN_WORD = 2

@@ -21,6 +21,13 @@ from searchsvc.backends.contract import (
     WriteResult,
     unique_by_id,
 )
+from searchsvc.backends.shared.vectors import (
+    VECTORS_METADATA,
+    embed_for_index,
+    encoder_for,
+    model_of,
+    vectors_metadata,
+)
 from searchsvc.backends.solr import browse
 from searchsvc.backends.solr.admin import Collections
 from searchsvc.backends.solr.compile import id_set
@@ -35,18 +42,10 @@ from searchsvc.backends.solr.location import SolrLocation, parse_location
 from searchsvc.backends.solr.search import execute_search
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
 from searchsvc.backends.solr.vector_search import execute_vector_search, nearest_to_record
-from searchsvc.backends.vectors import (
-    VECTORS_METADATA,
-    embed_for_index,
-    encoder_for,
-    model_of,
-    vectors_metadata,
-)
-from searchsvc.embeddings import shared_encoder
-from searchsvc.errors import IndexUnavailable, ModelUnavailable
-from searchsvc.facets import facet_named
-from searchsvc.hybrid import resolved
-from searchsvc.query import (
+from searchsvc.domain.errors import IndexUnavailable, ModelUnavailable
+from searchsvc.domain.facets import facet_named
+from searchsvc.domain.modes import resolved
+from searchsvc.domain.query import (
     MAX_FACET_SIZE,
     MAX_PER_PAGE,
     AuthorView,
@@ -58,7 +57,8 @@ from searchsvc.query import (
     Suggestions,
     check_int,
 )
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
+from searchsvc.embeddings import shared_encoder
 
 # Documents sent to Solr per update request.
 BATCH_DOCUMENTS = 500

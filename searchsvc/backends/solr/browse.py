@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from searchsvc.backends.expansion import MAX_EXPANSION
+from searchsvc.backends.shared.expansion import MAX_EXPANSION
 from searchsvc.backends.solr import analysis
 from searchsvc.backends.solr.compile import escape, quoted
 from searchsvc.backends.solr.connection import SolrConnection
@@ -20,11 +20,11 @@ from searchsvc.backends.solr.documents import (
 )
 from searchsvc.backends.solr.search import EXACT_FACETS, RECORDS_ONLY, SORTS, count_field, pairs
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
-from searchsvc.errors import RecordNotFound
-from searchsvc.facets import FACET_NAMES
-from searchsvc.query import AuthorView, FacetValue, Hit, IndexStats, Suggestions
-from searchsvc.records import Record
-from searchsvc.texts import fold
+from searchsvc.domain.errors import RecordNotFound
+from searchsvc.domain.facets import FACET_NAMES
+from searchsvc.domain.query import AuthorView, FacetValue, Hit, IndexStats, Suggestions
+from searchsvc.domain.records import Record
+from searchsvc.domain.texts import fold
 
 SIMILAR_KEY_TERMS = 10  # key words drawn from a record to find similar ones
 MAX_COAUTHORS = 50

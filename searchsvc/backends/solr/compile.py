@@ -14,14 +14,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from searchsvc import querylang as ql
-from searchsvc.backends.expansion import MIN_LITERAL_PREFIX
-from searchsvc.backends.ranked_fields import FIELD_BOOSTS, index_fields
+from searchsvc.backends.shared.expansion import MIN_LITERAL_PREFIX
+from searchsvc.backends.shared.ranked_fields import FIELD_BOOSTS, index_fields
 from searchsvc.backends.solr import analysis
 from searchsvc.backends.solr.documents import SUBJECT_KEYS
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
-from searchsvc.subjects import taxonomy
-from searchsvc.texts import fold
+from searchsvc.domain import querylang as ql
+from searchsvc.domain.subjects import taxonomy
+from searchsvc.domain.texts import fold
 
 # `category:` and `subject:` take a subject of any level (`cs.DC`, `cs`, `grp_cs`), matched
 # among the keys of every category of a record (cross-lists always count in the query

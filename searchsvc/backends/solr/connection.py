@@ -17,7 +17,7 @@ from typing import Any
 import requests
 
 from searchsvc.backends.solr.location import SolrLocation
-from searchsvc.errors import IndexUnavailable, InvalidRequest, SearchsvcError
+from searchsvc.domain.errors import IndexUnavailable, InvalidRequest, SearchsvcError
 
 CONNECT_TIMEOUT = 3.0
 # How often the cluster's live nodes are asked for (after a request a node answered), and how
@@ -134,7 +134,7 @@ class SolrConnection:
 
         Without this only the location's nodes were ever tried: a location naming one node (the
         README says any listed node will do) failed every request once that node was lost, the
-        other nodes answering all along (tests/test_solr_failover.py).
+        other nodes answering all along (tests/solr/test_failover.py).
         """
         now = time.monotonic()
         with self._lock:

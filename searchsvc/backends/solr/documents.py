@@ -1,7 +1,7 @@
 """Record <-> Solr document: the one place that knows how a record is laid out in a collection
 (fields of solr/configset/conf/schema.xml).
 
-Subjects (searchsvc.subjects) are derived here, at index time: Solr can only count and filter
+Subjects (searchsvc.domain.subjects) are derived here, at index time: Solr can only count and filter
 terms that are in the index, so each record carries its canonical categories, their archives
 and every level they belong to, with and without its cross-lists. A new taxonomy therefore
 takes a rebuild on Solr (the Whoosh backend derives them when it loads its facet arrays)."""
@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from searchsvc.facets import FACETS
-from searchsvc.records import Record
-from searchsvc.subjects import record_categories, record_subject_keys, record_subjects
-from searchsvc.texts import fold, title_key
+from searchsvc.domain.facets import FACETS
+from searchsvc.domain.records import Record
+from searchsvc.domain.subjects import record_categories, record_subject_keys, record_subjects
+from searchsvc.domain.texts import fold, title_key
 
 # The document that holds the index's metadata (kind "meta"); records are kind "record".
 META_ID = "__searchsvc_meta__"

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from searchsvc.errors import InvalidLocation
+from searchsvc.domain.errors import InvalidLocation
 
 DEFAULT_SHARDS = 2
 DEFAULT_REPLICAS = 2

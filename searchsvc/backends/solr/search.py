@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 
-from searchsvc.backends import spelling
+from searchsvc.backends.shared import spelling
+from searchsvc.backends.shared.highlighting import highlight_record
 from searchsvc.backends.solr import analysis
 from searchsvc.backends.solr.compile import (
     WORD_FIELDS,
@@ -26,11 +27,10 @@ from searchsvc.backends.solr.documents import (
     from_document,
 )
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
-from searchsvc.facets import FACET_NAMES, facet_named
-from searchsvc.highlighting import highlight_record
-from searchsvc.query import FacetValue, Hit, SearchRequest, SearchResult, with_selected
-from searchsvc.subjects import taxonomy
-from searchsvc.texts import fold
+from searchsvc.domain.facets import FACET_NAMES, facet_named
+from searchsvc.domain.query import FacetValue, Hit, SearchRequest, SearchResult, with_selected
+from searchsvc.domain.subjects import taxonomy
+from searchsvc.domain.texts import fold
 
 RECORDS_ONLY = f"kind:{RECORD_KIND}"
 # The index field the other facets are filtered by (filters fold case and accents); they are

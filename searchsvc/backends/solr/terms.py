@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
-from searchsvc.backends.expansion import (
+from searchsvc.backends.shared.expansion import (
     MAX_CANDIDATES,
     MAX_EXPANSION,
     MAX_EXPANSION_POSTINGS,

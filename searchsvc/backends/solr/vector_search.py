@@ -1,5 +1,5 @@
-"""Semantic and hybrid searches on a collection, and more-like-this by vector (searchsvc.hybrid
-has the rules of each mode; the Whoosh backend answers alike).
+"""Semantic and hybrid searches on a collection, and more-like-this by vector
+(searchsvc.domain.modes has the rules of each mode; the Whoosh backend answers alike).
 
 A search takes up to three requests:
 
@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from searchsvc.backends.shared.highlighting import highlight_record
 from searchsvc.backends.solr import analysis
 from searchsvc.backends.solr.compile import CompiledQuery, compile_query, id_set, quoted
 from searchsvc.backends.solr.connection import SolrConnection
@@ -57,20 +58,19 @@ from searchsvc.backends.solr.search import (
     word_terms,
 )
 from searchsvc.backends.solr.terms import IndexStems, Vocabulary
-from searchsvc.embeddings import quantise
-from searchsvc.embeddings.encoder import QUANTISATION_SCALE
-from searchsvc.errors import RecordNotFound
-from searchsvc.facets import FACET_NAMES
-from searchsvc.highlighting import highlight_record
-from searchsvc.hybrid import (
+from searchsvc.domain.errors import RecordNotFound
+from searchsvc.domain.facets import FACET_NAMES
+from searchsvc.domain.modes import (
     SEMANTIC_DEPTH,
     fused_page,
     fusion_depth,
     meaning_adds,
     near_enough,
 )
-from searchsvc.query import Hit, SearchRequest, SearchResult
-from searchsvc.records import Record
+from searchsvc.domain.query import Hit, SearchRequest, SearchResult
+from searchsvc.domain.records import Record
+from searchsvc.embeddings import quantise
+from searchsvc.embeddings.encoder import QUANTISATION_SCALE
 
 # knn's topK: how many records a shard's vector search finds. Lucene scores every vector of a
 # segment where no more records than this pass the filters (exact), and explores this many

@@ -11,7 +11,7 @@ Layout: `backend.py` implements the engine contract over an index directory (`st
 
 import whoosh
 
-from searchsvc.errors import IndexUnavailable
+from searchsvc.domain.errors import IndexUnavailable
 
 SUPPORTED_WHOOSH_VERSIONS = ("2.7.4",)
 

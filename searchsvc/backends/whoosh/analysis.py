@@ -18,15 +18,12 @@ from typing import cast
 from whoosh.analysis import STOP_WORDS
 from whoosh.support.charset import accent_map
 
+from searchsvc.backends.shared.words import word_bounds as word_bounds
 from searchsvc.backends.whoosh.schema import english_stem
-from searchsvc.highlighting import _ARRAY_SPLIT_MIN_CHARS as _ARRAY_SPLIT_MIN_CHARS
-from searchsvc.highlighting import _SPLIT as _SPLIT
-from searchsvc.highlighting import _ascii_word_bounds as _ascii_word_bounds
-from searchsvc.highlighting import word_bounds as word_bounds
 
 # Whoosh's RegexTokenizer default pattern, `\w+(\.?\w+)*`, in a form that matches the same
 # words with less backtracking (the optional dot made every word character a branch point).
-# highlighting.py splits texts into the same words (`word_bounds`).
+# shared/words.py splits texts into the same words (`word_bounds`).
 _TOKEN = re.compile(r"\w+(?:\.\w+)*")
 _MIN_WORD = 2  # StopFilter's minsize
 _STOP_WORDS = frozenset(STOP_WORDS)

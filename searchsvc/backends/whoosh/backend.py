@@ -11,7 +11,6 @@ from urllib.parse import quote
 import numpy as np
 from whoosh.index import LockError
 
-from searchsvc.backends import whoosh_path
 from searchsvc.backends.contract import (
     CheckedPart,
     NoProgress,
@@ -20,7 +19,7 @@ from searchsvc.backends.contract import (
     WriteResult,
     unique_by_id,
 )
-from searchsvc.backends.vectors import (
+from searchsvc.backends.shared.vectors import (
     VECTORS_METADATA,
     embed_for_index,
     encoder_for,
@@ -35,6 +34,7 @@ from searchsvc.backends.whoosh.build.writer import (
     segment_records,
 )
 from searchsvc.backends.whoosh.documents import from_stored
+from searchsvc.backends.whoosh.location import whoosh_path
 from searchsvc.backends.whoosh.search.authors import author_view
 from searchsvc.backends.whoosh.search.execute import execute_search
 from searchsvc.backends.whoosh.search.results import hits_for
@@ -42,11 +42,9 @@ from searchsvc.backends.whoosh.search.searcher import REFRESH_INTERVAL, Searcher
 from searchsvc.backends.whoosh.search.stats import index_stats
 from searchsvc.backends.whoosh.search.suggest import autocomplete, facet_values
 from searchsvc.backends.whoosh.store import IndexDirectory
-from searchsvc.embeddings import shared_encoder
-from searchsvc.embeddings.encoder import QUANTISATION_SCALE
-from searchsvc.errors import BuildInProgress, RecordNotFound
-from searchsvc.facets import facet_named
-from searchsvc.query import (
+from searchsvc.domain.errors import BuildInProgress, RecordNotFound
+from searchsvc.domain.facets import facet_named
+from searchsvc.domain.query import (
     MAX_FACET_SIZE,
     MAX_PER_PAGE,
     AuthorView,
@@ -58,7 +56,9 @@ from searchsvc.query import (
     Suggestions,
     check_int,
 )
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
+from searchsvc.embeddings import shared_encoder
+from searchsvc.embeddings.encoder import QUANTISATION_SCALE
 
 # Key words drawn from a record to find similar ones ("more like this").
 SIMILAR_KEY_TERMS = 10

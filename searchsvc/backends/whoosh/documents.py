@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from searchsvc.facets import facet_named
-from searchsvc.records import Record
-from searchsvc.texts import title_key
+from searchsvc.domain.facets import facet_named
+from searchsvc.domain.records import Record
+from searchsvc.domain.texts import title_key
 
 # Separators of the packed facet column; record values never contain control characters.
 _FACET_SEP, _VALUE_SEP = "\x1e", "\x1f"

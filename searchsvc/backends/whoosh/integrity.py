@@ -131,7 +131,7 @@ def write_manifest(folder: Path, toc_generation: int, write: Callable[[Path, str
     """Write the manifest of the state at `toc_generation` (call holding the index's lock, after
     every file of the state is written), then remove those of earlier states.
 
-    `write(path, text)` writes a file atomically (store._write_atomically)."""
+    `write(path, text)` writes a file atomically (state_files.write_atomically)."""
     files = {}
     names = state_files(folder, toc_generation)
     for name in names:

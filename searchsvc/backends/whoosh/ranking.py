@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from whoosh import scoring
 
-from searchsvc.backends import ranked_fields
+from searchsvc.backends.shared import ranked_fields
 from searchsvc.backends.whoosh.accel.array_scoring import DivergenceFromRandomness
 
 # A module constant, so that benchmarks/relevance.py can try others (`--set DFR_C=...`).

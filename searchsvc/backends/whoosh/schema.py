@@ -13,7 +13,7 @@ from whoosh.analysis import (
 )
 from whoosh.support.charset import accent_map
 
-from searchsvc.backends.acronym_plurals import singular
+from searchsvc.backends.shared.acronym_plurals import singular
 
 # Bump when the schema or analysis changes in a way that needs a rebuild (3: acronym plurals
 # are stemmed as their singular, acronym_plurals.py).

@@ -33,37 +33,35 @@ import hashlib
 import json
 import os
 import shutil
-import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.index import Index
 
 from searchsvc.backends.contract import CheckedPart, Damage
-from searchsvc.backends.vectors import VECTORS_METADATA
 from searchsvc.backends.whoosh import integrity
-from searchsvc.backends.whoosh.accel.facet_table import FacetTable
-from searchsvc.backends.whoosh.accel.facet_table_file import load_facet_table, write_facet_arrays
-from searchsvc.backends.whoosh.accel.lexicon_file import lexicons_bytes
 from searchsvc.backends.whoosh.accel.posting_arrays_file import (
     remove_leftover_files,
     write_missing_posting_arrays,
 )
-from searchsvc.backends.whoosh.accel.snapshot_postings import reader_signature
-from searchsvc.backends.whoosh.accel.vector_table import write_missing_graphs
 from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.integrity import METADATA, Verdict
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION, build_schema
-from searchsvc.errors import BuildInProgress, IndexUnavailable
-from searchsvc.records import Record
+from searchsvc.backends.whoosh.state_files import (
+    save_state_files,
+    saved_facet_table,
+    seal,
+    write_atomically,
+    write_vector_graphs,
+)
+from searchsvc.domain.errors import BuildInProgress, IndexUnavailable
+from searchsvc.domain.records import Record
 
 CURRENT = "CURRENT"
-FACET_ARRAYS = "facets.npz"
-LEXICONS = "lexicons.npz"
 LOCK = ".lock"
 GENERATION_PREFIX = "gen-"
 BUILD_PREFIX = "build-"
@@ -286,14 +284,14 @@ class IndexDirectory:
             try:
                 index = whoosh_index.create_in(str(build_dir), build_schema())
                 yield index
-                _save_state_files(index, build_dir)
+                save_state_files(index, build_dir)
                 # The fast writer saved every segment's; one written by Whoosh's gets them here.
                 write_missing_posting_arrays(index)
-                _write_vector_graphs(index, metadata)
+                write_vector_graphs(index, metadata)
                 metadata.setdefault("built_at", datetime.now(UTC).isoformat())
                 metadata["schema_version"] = SCHEMA_VERSION
-                _write_atomically(build_dir / METADATA, json.dumps(metadata, indent=2))
-                _seal(build_dir, index.latest_generation())
+                write_atomically(build_dir / METADATA, json.dumps(metadata, indent=2))
+                seal(build_dir, index.latest_generation())
                 # Verified as readers will verify it: a generation that fails is never live.
                 verdict, _ = self.verify(build_dir.name)
                 if not verdict.ok:
@@ -304,7 +302,7 @@ class IndexDirectory:
                         f"({_summary(verdict.damage)}); the live index is left as it was",
                     )
                 os.rename(build_dir, generation)
-                _write_atomically(self.root / CURRENT, generation.name + "\n")
+                write_atomically(self.root / CURRENT, generation.name + "\n")
             except BaseException:
                 shutil.rmtree(build_dir, ignore_errors=True)
                 if self.live_name() != generation.name:  # renamed, but never made live
@@ -330,27 +328,27 @@ class IndexDirectory:
                     f"the live index is damaged ({what}): rebuild it before updating it",
                     f"the index at {live} is damaged ({what}): rebuild it before updating it",
                 )
-            previous = _saved_facet_table(index, live)
+            previous = saved_facet_table(index, live)
             yield index
             # Files of the state are rewritten below: a manifest still naming this state (no
             # commit happened) would no longer match them. Without one, readers take the state
-            # as pending until _seal writes the new one.
+            # as pending until seal writes the new one.
             integrity.remove_manifest(live, index.latest_generation())
             # The update committed a new Whoosh generation in place: save its arrays before a
             # new process opens it (one that opens it earlier computes them, as before).
-            _save_state_files(index, self.live_path(), previous)
+            save_state_files(index, self.live_path(), previous)
             # Segments Whoosh's writer added or merged have no posting arrays yet; those of
             # merged-away segments went with them (Whoosh deletes files named after a segment).
             remove_leftover_files(self.live_path())
             write_missing_posting_arrays(index)
-            _write_vector_graphs(index, self.metadata())
+            write_vector_graphs(index, self.metadata())
             meta_path = self.live_path() / METADATA
             saved = self.metadata()
             saved.update(metadata)
             saved["updated_at"] = datetime.now(UTC).isoformat()
-            _write_atomically(meta_path, json.dumps(saved, indent=2))
+            write_atomically(meta_path, json.dumps(saved, indent=2))
             # Last: the manifest makes the new state verifiable (only new files are read).
-            _seal(live, index.latest_generation())
+            seal(live, index.latest_generation())
 
     def _remove_orphan_builds(self) -> None:
         # Called with the lock held: any build dir left is from a killed or crashed build.
@@ -372,56 +370,6 @@ class IndexDirectory:
 
 
 # The facet table of an index state, with the first document number of each of its segments.
-PreviousTable = tuple[FacetTable, dict[Hashable, int]]
-
-
-def _saved_facet_table(index: Index, generation: Path) -> PreviousTable | None:
-    """The live state's saved facet table, for an update to carry forward (None if none)."""
-    with index.reader() as reader:
-        table = load_facet_table(generation / FACET_ARRAYS, reader)
-        if table is None:
-            return None
-        parts = cast("list[tuple[Hashable, int, int, int]]", list(reader_signature(reader)))
-        return table, {segment_id: offset for segment_id, offset, _, _ in parts}
-
-
-def _save_state_files(index: Index, generation: Path, previous: PreviousTable | None = None):
-    # Saved with the state they describe, so that a new process loads them instead of reading
-    # every document (facet arrays) or every segment's term table (lexicons) on a user's
-    # request; facet_table_file.py and lexicon_file.py check that they still match. After an
-    # update, the facet table is the previous state's carried forward: only the documents of
-    # new segments are read.
-    with index.reader() as reader:
-        table = None if previous is None else FacetTable.updated(*previous, reader)
-
-        def write_lexicons(handle: BinaryIO) -> None:
-            handle.write(lexicons_bytes(reader))
-
-        contents: tuple[tuple[str, Callable[[BinaryIO], None]], ...] = (
-            (FACET_ARRAYS, lambda handle: write_facet_arrays(handle, reader, table)),
-            (LEXICONS, write_lexicons),
-        )
-        for name, content in contents:
-            for leftover in generation.glob(f".{name}.*.tmp"):
-                leftover.unlink()  # from a writer killed mid-write (we hold the lock: none runs)
-            _write_atomically(generation / name, content)
-
-
-def _write_vector_graphs(index: Index, metadata: dict[str, Any]) -> None:
-    # Large segments of an index with vectors get a nearest-neighbour graph (derived, like the
-    # posting arrays; accel/vector_table.py scans a segment without one).
-    vectors = metadata.get(VECTORS_METADATA)
-    if isinstance(vectors, dict) and vectors.get("dimensions"):
-        write_missing_graphs(index, int(vectors["dimensions"]))
-
-
-def _seal(generation: Path, toc_generation: int) -> None:
-    # Leftover temporaries of killed writers are no part of the state (we hold the lock).
-    for leftover in generation.glob(".*.tmp"):
-        leftover.unlink(missing_ok=True)
-    integrity.write_manifest(generation, toc_generation, _write_atomically)
-
-
 def _summary(damage: tuple[Damage, ...]) -> str:
     shown = "; ".join(str(item) for item in damage[:3])
     return shown + (f"; {len(damage) - 3} more" if len(damage) > 3 else "")
@@ -464,26 +412,3 @@ def _words(exc: Exception, path: Path) -> str:
     for folder, instead in ((path, "the index"), (path.parent, "the index directory")):
         text = text.replace(str(folder) + os.sep, "").replace(str(folder), instead)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _write_atomically(path: Path, content: str | bytes | Callable[[BinaryIO], None]) -> None:
-    """Write a file so readers see the old or the new content, never a partial one; `content`
-    may be a function that writes it to the file it is given (a large file is then never
-    whole in memory)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    try:
-        with open(temporary, "wb") as handle:
-            if callable(content):
-                content(handle)
-            else:
-                handle.write(content.encode("utf-8") if isinstance(content, str) else content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

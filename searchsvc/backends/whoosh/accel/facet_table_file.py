@@ -28,8 +28,9 @@ import numpy as np
 from isal import isal_zlib
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueColumn, ValueMajor
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.accel.snapshot_postings import reader_signature
+from searchsvc.backends.whoosh.accel.value_column import ValueColumn, ValueMajor
 from searchsvc.backends.whoosh.documents import PACKED_FACETS
 
 # Bump when the layout of the arrays changes: files of another format are not loaded.

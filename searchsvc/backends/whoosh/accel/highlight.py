@@ -1,9 +1,9 @@
-"""Highlighted title and abstract of the Whoosh engine: searchsvc.highlighting's, with the
-words matched as Whoosh's highlighter matches them.
+"""Highlighted title and abstract of the Whoosh engine: searchsvc.backends.shared.highlighting's,
+with the words matched as Whoosh's highlighter matches them.
 
-The fragmenting and formatting live in the engine-neutral searchsvc/highlighting.py; this module
-only supplies its matcher, which maps a text's distinct raw words to their analysed forms
-(analysis.py's `matched_words`) and keeps those that are query terms.
+The fragmenting and formatting live in the engine-neutral searchsvc/backends/shared/highlighting.py;
+this module only supplies its matcher, which maps a text's distinct raw words to their analysed
+forms (analysis.py's `matched_words`) and keeps those that are query terms.
 tests/whoosh/test_search_highlight.py checks the output against Whoosh's own `highlight()`.
 """
 
@@ -13,9 +13,8 @@ from collections.abc import Collection
 
 from whoosh.highlight import Formatter
 
-from searchsvc import highlighting
-from searchsvc.backends.whoosh.analysis import matched_words
-from searchsvc.highlighting import (
+from searchsvc.backends.shared import highlighting
+from searchsvc.backends.shared.highlighting import (
     ABSTRACT_FRAGMENTS,
     DEFAULT_CHARLIMIT,
     ELLIPSIS,
@@ -27,7 +26,8 @@ from searchsvc.highlighting import (
     format_fragments,
     lead,
 )
-from searchsvc.records import Record
+from searchsvc.backends.whoosh.analysis import matched_words
+from searchsvc.domain.records import Record
 
 __all__ = [
     "ABSTRACT_FRAGMENTS",
@@ -46,7 +46,8 @@ __all__ = [
 
 
 class MarkFormatter(highlighting.MarkFormatter, Formatter):
-    """searchsvc.highlighting's formatter as a Whoosh Formatter, for Whoosh's own highlight()."""
+    """searchsvc.backends.shared.highlighting's formatter as a Whoosh Formatter, for Whoosh's own
+    highlight()."""
 
 
 def term_matcher(terms: Collection[str]) -> Matcher | None:

@@ -15,7 +15,7 @@ import struct
 import numpy as np
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.accel.facet_table import release_mapped_pages
+from searchsvc.backends.whoosh.accel.segment_columns import release_mapped_pages
 
 # OrderedHashWriter's position array typecodes (big-endian, as StructFile writes arrays).
 _POSITION_TYPES = {"B": ">u1", "H": ">u2", "i": ">i4", "I": ">u4", "q": ">i8"}

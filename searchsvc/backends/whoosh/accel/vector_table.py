@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.accel.facet_table import leaf_column_bytes
 from searchsvc.backends.whoosh.accel.posting_arrays_file import segment_folder
+from searchsvc.backends.whoosh.accel.segment_columns import leaf_column_bytes
 from searchsvc.backends.whoosh.accel.top_k import best_positions
 from searchsvc.backends.whoosh.documents import VECTOR_COLUMN
 from searchsvc.embeddings import quantise

@@ -33,9 +33,9 @@ from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.build.segment import SegmentBuilder
 from searchsvc.backends.whoosh.documents import to_document
-from searchsvc.child_processes import die_with_parent
-from searchsvc.memory import release_free_memory
-from searchsvc.records import Record
+from searchsvc.domain.records import Record
+from searchsvc.system.child_processes import die_with_parent
+from searchsvc.system.memory import release_free_memory
 
 log = logging.getLogger(__name__)
 

@@ -19,12 +19,12 @@ from whoosh.fields import Schema
 from whoosh.qparser import OrGroup, QueryParser
 from whoosh.reading import IndexReader
 
-from searchsvc import querylang as ql
-from searchsvc.backends.ranked_fields import FIELD_BOOSTS, index_fields
+from searchsvc.backends.shared.ranked_fields import FIELD_BOOSTS, index_fields
 from searchsvc.backends.whoosh.queries.expansion import LexiconOf, QueryRewriter
 from searchsvc.backends.whoosh.queries.plain import PlainWords
 from searchsvc.backends.whoosh.ranking import INDEX_FIELD_OF
 from searchsvc.backends.whoosh.schema import QUERY_FIELDS, build_schema
+from searchsvc.domain import querylang as ql
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from whoosh import query
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.expansion import (
+from searchsvc.backends.shared.expansion import (
     MAX_CANDIDATES,
     MAX_EXPANSION,
     MAX_EXPANSION_POSTINGS,
@@ -23,8 +23,8 @@ from searchsvc.backends.expansion import (
     most_frequent_first,
 )
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
-from searchsvc.querylang.limits import MAX_FUZZY_DISTANCE
-from searchsvc.texts import fold
+from searchsvc.domain.querylang.limits import MAX_FUZZY_DISTANCE
+from searchsvc.domain.texts import fold
 
 # Fields whose values are exact facet values, looked up case- and accent-insensitively.
 EXACT_FIELDS = ("category",)

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from whoosh import query
 from whoosh.fields import Schema
 
-from searchsvc import querylang as ql
+from searchsvc.domain import querylang as ql
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 # Analysed words remembered: queries repeat words, and Whoosh's analyzer chain costs a good part

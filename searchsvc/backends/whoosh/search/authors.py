@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 from whoosh.searching import Searcher
 
-from searchsvc.backends.whoosh.accel.facet_table import FacetTable, ValueColumn
+from searchsvc.backends.whoosh.accel.facet_table import FacetTable
+from searchsvc.backends.whoosh.accel.value_column import ValueColumn
 from searchsvc.backends.whoosh.documents import from_stored
-from searchsvc.errors import RecordNotFound
-from searchsvc.query import AuthorView, FacetValue
+from searchsvc.domain.errors import RecordNotFound
+from searchsvc.domain.query import AuthorView, FacetValue
 
 MAX_COAUTHORS = 50
 

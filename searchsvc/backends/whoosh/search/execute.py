@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future
+from dataclasses import dataclass
 
 import numpy as np
 from whoosh.searching import Searcher
@@ -23,8 +24,8 @@ from searchsvc.backends.whoosh.queries.compile import ParsedQuery, compile_query
 from searchsvc.backends.whoosh.search.results import highlight_terms, hits_for
 from searchsvc.backends.whoosh.search.searcher import View
 from searchsvc.backends.whoosh.search.suggest import did_you_mean
-from searchsvc.facets import FACET_NAMES
-from searchsvc.hybrid import (
+from searchsvc.domain.facets import FACET_NAMES
+from searchsvc.domain.modes import (
     MEANING_FLOOR,
     SEMANTIC_DEPTH,
     fused_page,
@@ -32,8 +33,24 @@ from searchsvc.hybrid import (
     meaning_adds,
     resolved,
 )
-from searchsvc.query import SearchRequest, SearchResult
-from searchsvc.querylang import QueryTree
+from searchsvc.domain.query import SearchRequest, SearchResult
+from searchsvc.domain.querylang import QueryTree
+
+
+@dataclass
+class _Selection:
+    """What a search selects before its page is ranked, as document masks of the snapshot."""
+
+    mode: str  # as the service chose it (hybrid.py), or lexical without a vector to rank by
+    adds: bool  # whether meaning adds records (hybrid and semantic searches of plain words)
+    lexical: np.ndarray  # the query's matches within the year range
+    scores: np.ndarray | None  # their lexical scores, where the fast path scored them all
+    year_range: np.ndarray | None
+    filters: dict[str, np.ndarray]  # each facet's selection
+    nearest_docs: np.ndarray  # the records meaning adds, nearest first, with their cosines
+    nearest_scores: np.ndarray
+    answer: np.ndarray  # the records of the answer before the facet filters
+    selected: np.ndarray  # the answer passing every filter
 
 
 def execute_search(
@@ -44,113 +61,136 @@ def execute_search(
     it) for the hybrid and semantic modes (hybrid.py says what each returns). The words are
     matched before the vector is waited for."""
     started = time.perf_counter()
-    searcher, table = view.searcher, view.facets
     parsed = compile_for(view, request.tree, request.fields)
     mode = request.mode or "lexical"
-    vectors = view.vectors
-    if query_vector is None or vectors is None:
+    if query_vector is None or view.vectors is None:
         mode = "lexical"  # a caller that skipped the service, or an index without vectors
-    adds = mode != "lexical" and meaning_adds(request.tree)
-
-    scores = None
-    term_query = None if parsed.match_all else extract_terms(parsed.query)
-    model = model_of(searcher.weighting) if term_query is not None else None
-    if term_query is not None and model is not None:
-        arrays = view.shared("ranking", lambda s: SnapshotArrays(s.reader()))
-        scored = score_all(arrays, searcher.reader(), term_query, model)
-        lexical, scores = scored.matched, scored.scores
-    else:
-        lexical = matching_documents(searcher, table, parsed)
-    year_range = table.year_range(request.year_from, request.year_to)
-    if year_range is not None:
-        lexical &= year_range
-    filters = facet_filters(table, request)
-
-    vector = None
-    if mode != "lexical" and query_vector is not None:
-        vector = resolved(query_vector)
-    nearest_docs = np.zeros(0, dtype=np.int64)
-    nearest_scores = np.zeros(0, dtype=np.float32)
-    if adds:
-        assert vectors is not None and vector is not None
-        passing = table.live.copy()
-        if year_range is not None:
-            passing &= year_range
-        for mask in filters.values():
-            passing &= mask
-        nearest_docs, nearest_scores = vectors.nearest(vector, passing, SEMANTIC_DEPTH)
-        near = nearest_scores >= MEANING_FLOOR
-        nearest_docs, nearest_scores = nearest_docs[near], nearest_scores[near]
-
-    # The answer before the facet filters (facet counts leave each facet's own out).
-    answer = np.zeros_like(table.live) if mode == "semantic" and adds else lexical.copy()
-    answer[nearest_docs] = True
-    selected = answer.copy()
-    for mask in filters.values():
-        selected &= mask
-    total = int(np.count_nonzero(selected))
-    added_by_meaning = total - int(np.count_nonzero(selected & lexical))
-
+    selection = _select(view, request, parsed, mode)
+    vector = resolved(query_vector) if mode != "lexical" and query_vector is not None else None
+    if selection.adds:
+        assert vector is not None
+        _add_nearest(view, selection, vector)
+    total = int(np.count_nonzero(selection.selected))
     facets = disjunctive_counts(
-        table,
-        answer,
-        filters,
+        view.facets,
+        selection.answer,
+        selection.filters,
         request.facets,
         request.facet_size,
         {facet: request.selected(facet) for facet in FACET_NAMES},
         request.primary_only,
     )
-    start = (request.page - 1) * request.per_page
-    relevance = request.effective_sort == "relevance" and (
-        mode != "lexical" or not parsed.match_all
-    )
-    if start >= total:
-        ranked: list[tuple[int, float | None]] = []
-    elif relevance and mode == "semantic" and adds:
-        window = slice(start, start + request.per_page)
-        ranked = list(
-            zip(nearest_docs[window].tolist(), nearest_scores[window].tolist(), strict=True)
-        )
-    elif relevance and mode == "semantic":
-        # A query using the language: its own matches, nearest the words' meaning first.
-        assert vectors is not None and vector is not None
-        ranked = _by_cosine(vectors, vector, selected, start, request.per_page)
-    elif relevance and mode == "hybrid":
-        assert vectors is not None and vector is not None
-        lexical_selected = lexical.copy()
-        for mask in filters.values():
-            lexical_selected &= mask
-        depth = fusion_depth(request.page, request.per_page)
-        by_lexical = _lexical_ranking(searcher, parsed, scores, lexical_selected, depth)
-        ranked = _fused_page(
-            by_lexical, nearest_docs, nearest_scores, vectors, vector, start, request.per_page
-        )
-    elif relevance and scores is not None:
-        docnums, page_scores = top(scores, selected, request.per_page, start)
-        ranked = list(zip(docnums.tolist(), page_scores.tolist(), strict=True))
-    elif relevance:
-        filtered = bool(filters) or year_range is not None
-        ranked = _by_relevance(
-            searcher, parsed, selected if filtered else None, start, start + request.per_page
-        )
-    else:
-        sort = "newest" if request.effective_sort == "relevance" else request.effective_sort
-        page = table.order(selected, sort)[start : start + request.per_page]
-        ranked = [(int(docnum), None) for docnum in page]
-
+    ranked = _ranked_page(view, request, parsed, selection, vector, total)
     marked = highlight_terms(parsed.query) if request.highlight else None
-    hits = hits_for(searcher, ranked, marked)
     return SearchResult(
         request=request,
         total=total,
-        hits=hits,
+        hits=hits_for(view.searcher, ranked, marked),
         facets=facets,
         took_ms=(time.perf_counter() - started) * 1000,
         suggestion=did_you_mean(view, parsed),
-        mode=mode,
-        added_by_meaning=added_by_meaning,
-        meaning_adds=adds,
+        mode=selection.mode,
+        added_by_meaning=total - int(np.count_nonzero(selection.selected & selection.lexical)),
+        meaning_adds=selection.adds,
     )
+
+
+def _select(view: View, request: SearchRequest, parsed: ParsedQuery, mode: str) -> _Selection:
+    """The query's matches (scored on the fast path where it can), the year range and the
+    facet selections; the answer is the matches until meaning adds to it (`_add_nearest`)."""
+    table = view.facets
+    scores = None
+    term_query = None if parsed.match_all else extract_terms(parsed.query)
+    model = model_of(view.searcher.weighting) if term_query is not None else None
+    if term_query is not None and model is not None:
+        arrays = view.shared("ranking", lambda s: SnapshotArrays(s.reader()))
+        scored = score_all(arrays, view.searcher.reader(), term_query, model)
+        lexical, scores = scored.matched, scored.scores
+    else:
+        lexical = matching_documents(view.searcher, table, parsed)
+    year_range = table.year_range(request.year_from, request.year_to)
+    if year_range is not None:
+        lexical &= year_range
+    filters = facet_filters(table, request)
+    adds = mode != "lexical" and meaning_adds(request.tree)
+    # Semantic of plain words answers the nearest records alone, found next.
+    answer = np.zeros_like(table.live) if mode == "semantic" and adds else lexical.copy()
+    return _Selection(
+        mode=mode,
+        adds=adds,
+        lexical=lexical,
+        scores=scores,
+        year_range=year_range,
+        filters=filters,
+        nearest_docs=np.zeros(0, dtype=np.int64),
+        nearest_scores=np.zeros(0, dtype=np.float32),
+        answer=answer,
+        selected=_filtered(answer, filters),
+    )
+
+
+def _add_nearest(view: View, selection: _Selection, vector: np.ndarray) -> None:
+    """Add to the answer the SEMANTIC_DEPTH records nearest `vector` that pass every filter
+    and reach MEANING_FLOOR."""
+    assert view.vectors is not None
+    passing = view.facets.live.copy()
+    if selection.year_range is not None:
+        passing &= selection.year_range
+    passing = _filtered(passing, selection.filters)
+    docs, cosines = view.vectors.nearest(vector, passing, SEMANTIC_DEPTH)
+    near = cosines >= MEANING_FLOOR
+    selection.nearest_docs, selection.nearest_scores = docs[near], cosines[near]
+    selection.answer[selection.nearest_docs] = True
+    selection.selected[selection.nearest_docs] = True  # they pass every filter already
+
+
+def _filtered(documents: np.ndarray, filters: dict[str, np.ndarray]) -> np.ndarray:
+    """`documents` (a copy) without those some facet selection leaves out."""
+    kept = documents.copy()
+    for mask in filters.values():
+        kept &= mask
+    return kept
+
+
+def _ranked_page(
+    view: View,
+    request: SearchRequest,
+    parsed: ParsedQuery,
+    selection: _Selection,
+    vector: np.ndarray | None,
+    total: int,
+) -> list[tuple[int, float | None]]:
+    """The page's documents in the request's order, with their scores (None unless ranked by
+    relevance)."""
+    start, size = (request.page - 1) * request.per_page, request.per_page
+    mode, selected = selection.mode, selection.selected
+    if start >= total:
+        return []
+    if request.effective_sort != "relevance" or (mode == "lexical" and parsed.match_all):
+        sort = "newest" if request.effective_sort == "relevance" else request.effective_sort
+        page = view.facets.order(selected, sort)[start : start + size]
+        return [(int(docnum), None) for docnum in page]
+    if mode == "semantic" and selection.adds:
+        window = slice(start, start + size)
+        docs, cosines = selection.nearest_docs[window], selection.nearest_scores[window]
+        return list(zip(docs.tolist(), cosines.tolist(), strict=True))
+    if mode == "semantic":
+        # A query using the language: its own matches, nearest the words' meaning first.
+        assert view.vectors is not None and vector is not None
+        return _by_cosine(view.vectors, vector, selected, start, size)
+    if mode == "hybrid":
+        assert view.vectors is not None and vector is not None
+        lexical_selected = _filtered(selection.lexical, selection.filters)
+        depth = fusion_depth(request.page, request.per_page)
+        by_lexical = _lexical_ranking(
+            view.searcher, parsed, selection.scores, lexical_selected, depth
+        )
+        return _fused_page(by_lexical, selection, view.vectors, vector, start, size)
+    if selection.scores is not None:
+        docnums, page_scores = top(selection.scores, selected, size, start)
+        return list(zip(docnums.tolist(), page_scores.tolist(), strict=True))
+    filtered = bool(selection.filters) or selection.year_range is not None
+    return _by_relevance(view.searcher, parsed, selected if filtered else None, start, start + size)
 
 
 def _by_cosine(
@@ -185,8 +225,7 @@ def _lexical_ranking(
 
 def _fused_page(
     by_lexical: list[tuple[int, float]],
-    nearest_docs: np.ndarray,
-    nearest_scores: np.ndarray,
+    selection: _Selection,
     vectors: VectorTable,
     vector: np.ndarray,
     start: int,
@@ -194,7 +233,8 @@ def _fused_page(
 ) -> list[tuple[int, float | None]]:
     """A page of the hybrid order (hybrid.fused_page), with the cosines of the lexical matches
     the nearest records leave out."""
-    cosine_of = dict(zip(nearest_docs.tolist(), nearest_scores.tolist(), strict=True))
+    nearest_docs = selection.nearest_docs
+    cosine_of = dict(zip(nearest_docs.tolist(), selection.nearest_scores.tolist(), strict=True))
     unscored = np.array([d for d, _ in by_lexical if d not in cosine_of], dtype=np.int64)
     if len(unscored):
         scores = vectors.cosines_of(vector, unscored)

@@ -10,7 +10,7 @@ from whoosh.searching import Searcher
 from searchsvc.backends.whoosh.accel.highlight import highlight_record
 from searchsvc.backends.whoosh.documents import from_stored
 from searchsvc.backends.whoosh.queries.compile import positive_terms
-from searchsvc.query import Hit
+from searchsvc.domain.query import Hit
 
 # Fields whose terms are stems of title/abstract words, so they can be marked in both.
 HIGHLIGHTED_FIELDS = ("content", "title", "abstract")

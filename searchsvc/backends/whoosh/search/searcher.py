@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from whoosh.index import Index
 from whoosh.searching import Searcher
 
-from searchsvc.backends.vectors import VECTORS_METADATA
+from searchsvc.backends.shared.vectors import VECTORS_METADATA
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.accel.facet_table_file import facet_table_for
 from searchsvc.backends.whoosh.accel.lexicon import Lexicon
@@ -33,13 +33,12 @@ from searchsvc.backends.whoosh.accel.lexicon_file import load_terms
 from searchsvc.backends.whoosh.accel.vector_table import VectorTable
 from searchsvc.backends.whoosh.integrity import METADATA
 from searchsvc.backends.whoosh.ranking import weighting
+from searchsvc.backends.whoosh.state_files import FACET_ARRAYS, LEXICONS
 from searchsvc.backends.whoosh.store import (
-    FACET_ARRAYS,
-    LEXICONS,
     IndexDirectory,
     version_token,
 )
-from searchsvc.errors import IndexUnavailable, SearchsvcError
+from searchsvc.domain.errors import IndexUnavailable, SearchsvcError
 
 # How often at most the index directory is looked at for a rebuild or an update (seconds).
 REFRESH_INTERVAL = 0.5

@@ -14,8 +14,8 @@ from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.store import IndexDirectory, version_token
-from searchsvc.facets import FACET_NAMES
-from searchsvc.query import IndexStats
+from searchsvc.domain.facets import FACET_NAMES
+from searchsvc.domain.query import IndexStats
 
 
 def index_stats(

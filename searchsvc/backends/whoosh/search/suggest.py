@@ -7,13 +7,13 @@ import re
 
 from whoosh import query
 
-from searchsvc.backends import spelling
+from searchsvc.backends.shared import spelling
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.queries.compile import ParsedQuery
 from searchsvc.backends.whoosh.queries.expansion import MAX_EXPANSION, most_frequent
 from searchsvc.backends.whoosh.search.searcher import View
-from searchsvc.query import FacetValue, Suggestions
-from searchsvc.texts import fold
+from searchsvc.domain.query import FacetValue, Suggestions
+from searchsvc.domain.texts import fold
 
 # The field whose unstemmed words (Whoosh "spelling" words) corrections are drawn from.
 SPELLING_FIELD = "content"

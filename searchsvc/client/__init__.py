@@ -1,0 +1,271 @@
+"""A small HTTP client of the service for applications that use it remotely.
+
+It needs `requests`, which the engine does not: install the `client` extra
+(`pip install 'searchsvc[client]'`).
+
+`SearchClient(base_url)` mirrors `SearchService`: the same methods, the same result objects
+(`SearchResult`, `Record`, ...), and the same exceptions, rebuilt from the JSON error payload.
+With `api_key=` it also writes: `add` and `delete` queue tasks on the service (answered at
+once), `task` reads one, and `wait` waits for one to be applied.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any, TypeAlias
+from urllib.parse import quote
+
+import orjson
+import requests
+
+from searchsvc.client import decoding
+from searchsvc.client.errors import (
+    ERROR_OF_CODE,
+    AuthenticationError,
+    PermissionDenied,
+    RateLimited,
+    ServiceError,
+    ServiceUnreachable,
+    TaskTimeout,
+    error_from,
+    in_bulk,
+)
+from searchsvc.domain.errors import SearchsvcError
+from searchsvc.domain.query import (
+    AuthorView,
+    FacetValue,
+    Hit,
+    IndexStats,
+    SearchRequest,
+    SearchResult,
+    Suggestions,
+    query_params,
+)
+from searchsvc.domain.records import Record
+from searchsvc.domain.tasks import MAX_WAIT_SECONDS, Task
+
+__all__ = [
+    "ERROR_OF_CODE",
+    "AuthenticationError",
+    "PermissionDenied",
+    "RateLimited",
+    "SearchClient",
+    "ServiceError",
+    "ServiceUnreachable",
+    "TaskTimeout",
+]
+
+DEFAULT_TIMEOUT = 10.0
+# Records in one write request at most: half the service's default MAX_BATCH_RECORDS, and a
+# body (a few MB of typical records) well under its MAX_WRITE_CONTENT_LENGTH.
+RECORDS_PER_REQUEST = 5_000
+# Longest one `?wait=` request of `wait`: the most the service allows (MAX_WAIT_SECONDS, kept
+# well under gunicorn's 30 s worker timeout).
+WAIT_SLICE_SECONDS = MAX_WAIT_SECONDS
+NDJSON = "application/x-ndjson"
+# A record to write: a Record, or a dict in its export format (`Record.to_dict()`).
+RecordInput: TypeAlias = Record | Mapping[str, Any]
+
+
+class SearchClient:
+    """The search service at `base_url` (e.g. http://127.0.0.1:8000), over HTTP.
+
+    `api_key` (a key made by `searchsvc keys create`) is sent as `Authorization: Bearer` on
+    every request: writes and tasks need one with the write scope, reads one with the read
+    scope when the service requires it. `timeout` bounds each request (seconds).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        session: requests.Session | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.session = session or requests.Session()
+        # Per request, not on the session: a session passed in may serve other clients too.
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+    def search(self, q: str = "", **params: Any) -> SearchResult:
+        """Same keyword arguments and result as `SearchService.search`."""
+        # Built here first: a bad argument fails at once, as it does in-process.
+        return self.search_request(SearchRequest.from_params(q, **params))
+
+    def search_request(self, request: SearchRequest) -> SearchResult:
+        # The translator's own inverse: the server reads back exactly this request.
+        return decoding.search_result(self._get("/api/v1/search", query_params(request)))
+
+    def get(self, record_id: str) -> Record:
+        return decoding.record(self._get(f"/api/v1/records/{quote(record_id, safe='/')}"))
+
+    def similar(self, record_id: str, limit: int = 10) -> tuple[Hit, ...]:
+        body = self._get(f"/api/v1/records/{quote(record_id, safe='/')}/similar", {"limit": limit})
+        return tuple(decoding.hit(hit) for hit in body["hits"])
+
+    def suggest(self, prefix: str, limit: int = 10) -> Suggestions:
+        body = self._get("/api/v1/suggest", {"q": prefix, "limit": limit})
+        return Suggestions(body["prefix"], tuple(body["titles"]), tuple(body["authors"]))
+
+    def facet_values(self, facet: str, prefix: str = "", limit: int = 10) -> tuple[FacetValue, ...]:
+        body = self._get(f"/api/v1/facets/{quote(facet)}", {"q": prefix, "limit": limit})
+        return decoding.facet_values(body["values"])
+
+    def author(self, name: str, page: int = 1, per_page: int = 20) -> AuthorView:
+        body = self._get(
+            f"/api/v1/authors/{quote(name, safe='/')}", {"page": page, "per_page": per_page}
+        )
+        return AuthorView(
+            name=body["name"],
+            total=body["total"],
+            page=body["page"],
+            per_page=body["per_page"],
+            records=tuple(decoding.record(record) for record in body["records"]),
+            years=decoding.facet_values(body["years"]),
+            categories=decoding.facet_values(body["categories"]),
+            coauthors=decoding.facet_values(body["coauthors"]),
+        )
+
+    def stats(self) -> IndexStats:
+        body = self._get("/api/v1/stats")
+        return IndexStats(
+            documents=body["documents"],
+            facets={name: decoding.facet_values(values) for name, values in body["facets"].items()},
+            cardinalities=body["cardinalities"],
+            built_at=datetime.fromisoformat(body["built_at"]) if body["built_at"] else None,
+            version=body["version"],
+            size_bytes=body["size_bytes"],
+        )
+
+    def version(self) -> str:
+        return self._get("/readyz")["version"]
+
+    def add(self, records: RecordInput | Iterable[RecordInput]) -> list[Task]:
+        """Queue records to add or replace by id: one or many Records, or dicts in the export
+        format. Returns the tasks, one per request, in order; `wait` for them to be applied.
+
+        Up to RECORDS_PER_REQUEST records go in one request (a JSON array), and make one task.
+        More (any iterable, read as it goes) are sent as NDJSON, RECORDS_PER_REQUEST a
+        request. The service validates each request whole and queues all of it or nothing: a
+        bad record raises InvalidRequest with `details["errors"]` giving each bad record's
+        `position` in `records`, `field` and `reason`. When a later request fails, the earlier
+        ones stay queued: the exception's `details["queued"]` lists their tasks.
+        """
+        chunks = _chunks(_record_dicts(records), RECORDS_PER_REQUEST)
+        first = next(chunks, [])
+        second = next(chunks, None)
+        if second is None:
+            return [self._write("POST", "/api/v1/records", orjson.dumps(first))]
+        tasks: list[Task] = []
+        start = 0
+        for chunk in itertools.chain((first, second), chunks):
+            body = b"".join(orjson.dumps(record) + b"\n" for record in chunk)
+            try:
+                tasks.append(self._write("POST", "/api/v1/records", body, NDJSON))
+            except SearchsvcError as exc:
+                raise in_bulk(exc, start, start + len(chunk), tasks) from None
+            start += len(chunk)
+        return tasks
+
+    def delete(self, record_ids: Iterable[str] | str) -> Task:
+        """Queue the deletion of records by id, one or many (ids not indexed are ignored)."""
+        ids = [record_ids] if isinstance(record_ids, str) else list(record_ids)
+        return self._write("POST", "/api/v1/records/delete", orjson.dumps({"ids": ids}))
+
+    def task(self, task_id: int) -> Task:
+        """The write task with this id as it is now; TaskNotFound when there is none."""
+        return decoding.task(self._get(f"/api/v1/tasks/{int(task_id)}"))
+
+    def wait(self, task: Task | int, timeout: float = 30.0) -> Task:
+        """The task once it has finished (succeeded or failed: see its `status` and `error`).
+
+        The service holds each request until the task finishes or WAIT_SLICE_SECONDS pass;
+        after `timeout` seconds in all this raises TaskTimeout, whose `task` is the task as last
+        seen (still queued or processing: waiting again may see it finish).
+        """
+        task_id = task.id if isinstance(task, Task) else int(task)
+        deadline = time.monotonic() + timeout
+        while True:
+            seconds = min(max(0.0, deadline - time.monotonic()), WAIT_SLICE_SECONDS)
+            # The service answers after up to `seconds`: allow for them.
+            found = decoding.task(
+                self._get(
+                    f"/api/v1/tasks/{task_id}", {"wait": round(seconds, 3)}, self.timeout + seconds
+                )
+            )
+            if found.done:
+                return found
+            if time.monotonic() >= deadline:
+                raise TaskTimeout(
+                    f"task {task_id} is still {found.status} after {timeout:g} s", found
+                )
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> SearchClient:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def _get(self, path: str, params: Any = None, timeout: float | None = None) -> Any:
+        return self._request("GET", path, params=params, timeout=timeout)
+
+    def _write(
+        self, method: str, path: str, body: bytes, content_type: str = "application/json"
+    ) -> Task:
+        return decoding.task(self._request(method, path, data=body, content_type=content_type))
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Any = None,
+        data: bytes | None = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        headers = dict(self._headers)
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        try:
+            response = self.session.request(
+                method,
+                self.base_url + path,
+                params=params,
+                data=data,
+                headers=headers,
+                timeout=self.timeout if timeout is None else timeout,
+            )
+        except requests.RequestException as exc:
+            raise ServiceUnreachable(f"{self.base_url} did not answer: {exc}") from exc
+        if response.ok:
+            return response.json()
+        raise error_from(response)
+
+
+def _record_dicts(records: RecordInput | Iterable[RecordInput]) -> Iterator[dict[str, Any]]:
+    if isinstance(records, Record | Mapping):
+        records = [records]
+    elif isinstance(records, str | bytes):
+        raise TypeError("add takes Records or dicts, one or many, not a string")
+    for record in records:
+        if isinstance(record, Record):
+            yield record.to_dict()
+        elif isinstance(record, Mapping):
+            yield dict(record)
+        else:
+            raise TypeError(f"add takes Records or dicts, not {type(record).__name__}")
+
+
+def _chunks(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
