@@ -127,7 +127,7 @@ class SearchService:
         """The mode a request runs in, decided here once for every engine: the one asked for,
         else hybrid where the index has vectors made by the installed model, else lexical.
         A query with nothing to mean (no text, `*`, only fields such as `category:cs.NI` or
-        `year:2023`, or only NOT parts: hybrid.meaning_text) is lexical in every mode. Asking
+        `year:2023`, or only NOT parts: modes.meaning_text) is lexical in every mode. Asking
         for hybrid or semantic where they cannot run is an error that says why; the default
         never fails for want of vectors or of the model."""
         if request.mode == "lexical" or not meaning_text(request.tree):

@@ -41,7 +41,7 @@ def test_the_api_searches_in_each_mode(vector_client, seed_records):
         body = vector_client.get(f"/api/v1/search?q=gpu+training&mode={mode}").get_json()
         assert body["mode"] == mode
     semantic = vector_client.get("/api/v1/search?q=gpu+training&mode=semantic").get_json()
-    # The records near enough the query's meaning (hybrid.MEANING_FLOOR), counted apart.
+    # The records near enough the query's meaning (modes.MEANING_FLOOR), counted apart.
     assert 0 < semantic["total"] < min(SEMANTIC_DEPTH, len(seed_records))
     assert semantic["total"] == semantic["matched_by_words"] + semantic["added_by_meaning"]
     assert semantic["meaning_adds"] is True

@@ -137,7 +137,7 @@ class SearchResultSchema(Schema):
         metadata={
             "description": "Of total, the records related by meaning only (without the query's "
             "words): hybrid and semantic searches of plain words add the records nearest "
-            "the query at a cosine of at least the floor (hybrid.MEANING_FLOOR); 0 otherwise."
+            "the query at a cosine of at least the floor (modes.MEANING_FLOOR); 0 otherwise."
         },
     )
     meaning_adds = fields.Boolean(

@@ -76,8 +76,8 @@ class SearchBackend(abc.ABC):
         """One page of ranked, filtered, faceted and highlighted hits, with exact counts.
 
         `vector` (a unit float32 numpy vector of the query, from searchsvc.embeddings, or a
-        Future of it: `hybrid.resolved` waits for it) comes with requests whose mode is hybrid
-        or semantic; hybrid.py says what each mode returns.
+        Future of it: `modes.resolved` waits for it) comes with requests whose mode is hybrid
+        or semantic; domain/modes.py says what each mode returns.
         """
 
     def vector_model(self) -> str | None:

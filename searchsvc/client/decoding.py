@@ -38,7 +38,7 @@ def search_result(body: dict[str, Any]) -> SearchResult:
     return SearchResult(
         request=request,
         total=body["total"],
-        hits=tuple(hit(hit) for hit in body["hits"]),
+        hits=tuple(hit(data) for data in body["hits"]),
         facets={name: facet_values(values) for name, values in body["facets"].items()},
         took_ms=body["took_ms"],
         suggestion=body["suggestion"],

@@ -53,7 +53,7 @@ class SearchRequest:
     fields: tuple[str, ...] = SEARCH_FIELDS
     # `exclude`: subject filters and counts (category, subject) see primary categories only.
     crosslists: str = "include"
-    # lexical | hybrid | semantic (hybrid.py); None: hybrid where the index has vectors and
+    # lexical | hybrid | semantic (domain/modes.py); None: hybrid where the index has vectors and
     # there is a query, lexical otherwise (the service decides: SearchService.search_request).
     mode: str | None = None
     tree: QueryTree = field(init=False, repr=False, compare=False, hash=False)

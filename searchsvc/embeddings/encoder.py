@@ -101,7 +101,7 @@ class Encoder:
     def embed_query_soon(self, text: str) -> Future[np.ndarray]:
         """`embed_query` on another thread: a hybrid search matches the query's words while
         onnxruntime makes its vector, and the engine waits for the vector only when it needs
-        it (hybrid.resolved). A cached vector comes at once."""
+        it (modes.resolved). A cached vector comes at once."""
         cached = self._cached_query(text)
         if cached is not None:
             ready: Future[np.ndarray] = Future()

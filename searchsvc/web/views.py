@@ -129,7 +129,7 @@ def _search_page(
     )
 
 
-# The search modes as the page names them (hybrid.py says what each returns).
+# The search modes as the page names them (domain/modes.py says what each returns).
 MODE_LABELS = {
     "hybrid": "Words and meaning",
     "lexical": "Exact words",

@@ -13,6 +13,7 @@ from schemathesis import GenerationMode
 from schemathesis.config._checks import NegativeDataRejectionConfig
 from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
 
+from searchsvc.domain.facets import FACETS
 from searchsvc.domain.query import DEFAULT_PER_PAGE, MAX_RESULT_WINDOW
 from searchsvc.service import DEFAULT_AUTHOR_PER_PAGE
 from tests.support import examples
@@ -107,6 +108,25 @@ def test_search_parameters_and_errors_are_documented(spec):
     assert {"200", "400", "503", "default"} <= set(operation["responses"])
     error = spec["components"]["schemas"]["Error"]
     assert error["required"] == ["error"]
+
+
+def test_every_facet_described_once_is_a_repeatable_filter_of_every_search(spec, runner):
+    # domain/facets.py describes the facets; the API's parameters, the POST body, the OpenAPI
+    # document and the CLI's options follow from that one list.
+    get = {p["name"]: p for p in spec["paths"]["/api/v1/search"]["get"]["parameters"]}
+    body = spec["paths"]["/api/v1/search"]["post"]["requestBody"]["content"]["application/json"]
+    posted = _resolved(spec, body["schema"])["properties"]
+    options = runner("search", "--help").output
+    for facet in FACETS:
+        assert get[facet.name]["explode"] is True, facet.name
+        assert posted[facet.name]["type"] == "array", facet.name
+        assert f"--{facet.name}" in options, facet.name
+
+
+def _resolved(spec, schema):
+    while "$ref" in schema:
+        schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
 
 
 def fuzzed_schema(app):

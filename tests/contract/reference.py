@@ -20,7 +20,7 @@ from searchsvc.embeddings import quantise, shared_encoder
 from searchsvc.embeddings.encoder import QUANTISATION_SCALE
 
 SUBJECT_FACETS = ("category", "subject")
-# hybrid.MEANING_FLOOR as a dot product of int8 vectors (cosine = dot / 127^2).
+# modes.MEANING_FLOOR as a dot product of int8 vectors (cosine = dot / 127^2).
 FLOOR_DOT = MEANING_FLOOR * QUANTISATION_SCALE**2
 
 

@@ -3,11 +3,11 @@
 
 A search takes up to three requests:
 
-1. Plain words only (hybrid.meaning_adds), the nearest records: `{!knn}` over the records' int8
+1. Plain words only (modes.meaning_adds), the nearest records: `{!knn}` over the records' int8
    vectors as the main query, so that every fq (records only, the year range, each facet's
    selection) pre-filters the vector search: the SEMANTIC_DEPTH best it finds are the nearest
    records passing all the filters; their cosines are read back from Lucene's scores, exactly
-   (`cosine_of`), and those below hybrid.MEANING_FLOOR are dropped. A query using the query
+   (`cosine_of`), and those below modes.MEANING_FLOOR are dropped. A query using the query
    language skips this: meaning adds no record to it.
 2. The counted query, over the mode's records (semantic of plain words: the nearest, by id;
    hybrid: the lexical query OR the nearest ids, these adding 0 to a score; otherwise the
@@ -16,7 +16,7 @@ A search takes up to three requests:
    query facet), and the page: semantic, the records sorted by their similarity to the query
    (`vectorSimilarity`, the knn score); by another sort, as it says. Hybrid by relevance lists
    the lexical matches in DFR order instead (above 0; records found only by meaning score 0),
-   each with its cosine (the same function), and hybrid.fused_page orders the page;
+   each with its cosine (the same function), and modes.fused_page orders the page;
 3. whose records are then fetched by id.
 
 Exact and approximate: Lucene compares the query with every vector of a segment when at most
@@ -103,7 +103,7 @@ def execute_vector_search(
     mode: str,
 ) -> SearchResult:
     """The SearchResult of a semantic or hybrid request; `vector` is the unit vector of the
-    query's meaning (hybrid.meaning_text)."""
+    query's meaning (modes.meaning_text)."""
     started = time.perf_counter()
     adds = meaning_adds(request.tree)
     vector_params = [(_VECTOR_PARAM, vector_text(quantise(vector)))]

@@ -27,7 +27,7 @@ def default_solr_dir() -> Path:
     override = os.environ.get("SEARCHSVC_SOLR_DIR")
     if override:
         return Path(override).resolve()
-    return Path(__file__).resolve().parents[2] / "solr"
+    return Path(__file__).resolve().parents[3] / "solr"
 
 
 def stamp_path(solr: Path) -> Path:

@@ -131,7 +131,7 @@ class QueryTree:
     text: str
     root: Node
     # Whether the text is plain words only (no field, phrase, operator, parenthesis, wildcard,
-    # fuzzy word or boost): the one kind of query meaning may add records to (hybrid.py).
+    # fuzzy word or boost): the one kind of query meaning may add records to (domain/modes.py).
     plain_words: bool = False
 
     @property

@@ -41,7 +41,7 @@ from searchsvc.domain.querylang import QueryTree
 class _Selection:
     """What a search selects before its page is ranked, as document masks of the snapshot."""
 
-    mode: str  # as the service chose it (hybrid.py), or lexical without a vector to rank by
+    mode: str  # as the service chose it (domain/modes.py), or lexical without a vector to rank by
     adds: bool  # whether meaning adds records (hybrid and semantic searches of plain words)
     lexical: np.ndarray  # the query's matches within the year range
     scores: np.ndarray | None  # their lexical scores, where the fast path scored them all
@@ -57,8 +57,8 @@ def execute_search(
     view: View, request: SearchRequest, query_vector: np.ndarray | Future[np.ndarray] | None = None
 ) -> SearchResult:
     """The SearchResult of a request on one snapshot of the index, in `request.mode` (chosen
-    by the service); `query_vector` is the unit vector of hybrid.meaning_text (or a Future of
-    it) for the hybrid and semantic modes (hybrid.py says what each returns). The words are
+    by the service); `query_vector` is the unit vector of modes.meaning_text (or a Future of
+    it) for the hybrid and semantic modes (domain/modes.py says what each returns). The words are
     matched before the vector is waited for."""
     started = time.perf_counter()
     parsed = compile_for(view, request.tree, request.fields)
@@ -231,7 +231,7 @@ def _fused_page(
     start: int,
     per_page: int,
 ) -> list[tuple[int, float | None]]:
-    """A page of the hybrid order (hybrid.fused_page), with the cosines of the lexical matches
+    """A page of the hybrid order (modes.fused_page), with the cosines of the lexical matches
     the nearest records leave out."""
     nearest_docs = selection.nearest_docs
     cosine_of = dict(zip(nearest_docs.tolist(), selection.nearest_scores.tolist(), strict=True))
