@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "arxiv-2025" / "arxiv-2025-kaggle-format.jsonl.gz"
+# The shared data folder, or SEARCHSVC_BENCH_DATA as for every benchmark (benchmarks/common.py).
+DATA_DIR = Path(os.environ.get("SEARCHSVC_BENCH_DATA", ROOT.parent / "shared" / "data"))
+DEFAULT_DATA = DATA_DIR / "arxiv-2025" / "arxiv-2025-kaggle-format.jsonl.gz"
 MODES = ("searchsvc", "searchsvc-1proc", "plain")
 MODE_LABELS = {
     "searchsvc": "searchsvc build_index (auto writer)",
