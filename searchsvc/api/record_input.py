@@ -70,7 +70,8 @@ class RecordInputSchema(Schema):
             "description": (
                 "The record's identity: a write with this id replaces it. At most "
                 f"{MAX_ID_LENGTH} printable characters (no control characters such as CR or "
-                "LF), not starting or ending with a space."
+                "LF), not starting or ending with a space, and not one reserved for the engine "
+                "(`__searchsvc_meta__`)."
             ),
         },
     )

@@ -36,6 +36,11 @@ MAX_ID_LENGTH = 512
 _NOT_IN_IDS = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Zs"})
 _CHARACTER_NAMES = {"\n": "line feed", "\r": "carriage return", "\t": "tab", "\x00": "NUL"}
 _ID_SHOWN = 40  # characters of a bad id quoted in its error
+# Ids an engine keeps for documents of its own beside the records (the Solr backend's meta
+# document: the version token and build metadata). A record with one would be overwritten by
+# the engine's next commit, so the id rule refuses them.
+META_DOCUMENT_ID = "__searchsvc_meta__"
+RESERVED_IDS = frozenset({META_DOCUMENT_ID})
 ARXIV_ID = re.compile(r"\d{4}\.\d{4,5}(v\d+)?|[a-z][a-z.-]*(\.[A-Z]{2})?/\d{7}(v\d+)?")
 ARXIV_VERSION = re.compile(r"v\d+$")
 
@@ -135,7 +140,8 @@ def id_problem(value: object) -> str | None:
 
     The one id rule: every record has it checked when made (source readers, the write API, the
     Python API). A non-empty string of at most MAX_ID_LENGTH printable characters, not starting
-    or ending with a space; `/`, `:` and any other visible character are fine (`hep-th/9901001`).
+    or ending with a space, not one of RESERVED_IDS; `/`, `:` and any other visible character are
+    fine (`hep-th/9901001`).
     """
     if not isinstance(value, str) or not value.strip():
         return "record id must be a non-empty string"
@@ -152,6 +158,8 @@ def id_problem(value: object) -> str | None:
                 )
     if value != value.strip():
         return f"record id {_shown(value)} starts or ends with a space"
+    if value in RESERVED_IDS:
+        return f"record id {_shown(value)} is reserved for the search engine's own use"
     if value.startswith("/"):
         # `/records/<id>` could not tell it from an empty path segment.
         return f"record id {_shown(value)} starts with '/': it could not be fetched by URL"

@@ -174,6 +174,29 @@ def test_prefix_wildcards_and_fuzzy_words(fixture_backend):
     assert set(ids(fixture_backend, "akella")) == {"2201.00002", "2101.00003"}
 
 
+def test_a_leading_wildcard_tests_the_same_bounded_lexicon_on_every_engine(
+    empty_backend, monkeypatch
+):
+    # A leading wildcard cannot narrow the field's terms by a prefix: every engine tests the
+    # first MAX_LEXICON_SCAN terms of the field, in index order, against it (issue 33: Solr's
+    # terms component scanned each shard's whole term dictionary), and stops there alike.
+    from searchsvc.backends.shared import expansion
+
+    words = ("aazzq", "bbzzq", "ccccc", "ddzzq", "eeeee", "zzzzq")
+    empty_backend.rebuild([Record(id=f"w-{word}", title=word) for word in words])
+    everything = {"w-aazzq", "w-bbzzq", "w-ddzzq", "w-zzzzq"}
+    assert set(ids(empty_backend, "*zzq")) == everything
+
+    for cap, found in ((4, {"w-aazzq", "w-bbzzq", "w-ddzzq"}), (3, {"w-aazzq", "w-bbzzq"})):
+        monkeypatch.setattr(expansion, "MAX_LEXICON_SCAN", cap)
+        assert set(ids(empty_backend, "*zzq")) == found
+        assert set(ids(empty_backend, "title:*zzq")) == found
+        assert set(ids(empty_backend, "?bzzq")) == {"w-bbzzq"}
+        assert ids(empty_backend, "?zzzq") == []  # beyond the terms tested
+        # A literal start narrows the terms to those it starts: they are all tested.
+        assert ids(empty_backend, "zz*q") == ["w-zzzzq"]
+
+
 def test_eight_wildcard_words_are_allowed(fixture_backend):
     found = set(ids(fixture_backend, "sched* congest* lea* c* d* e* f* g*"))
     assert found >= {"2301.00001", "2101.00003", "2201.00002"}

@@ -178,6 +178,51 @@ def test_deleting_every_record_leaves_an_empty_index(empty_backend):
     assert empty_backend.stats().documents == 0
 
 
+# Ids the id rule allows that hold what engines use as separators, quotes and escapes (issue
+# 33: one id holding ",", "|", ";" and U+E000-U+E002 stopped the Solr writer for good).
+ODD_IDS = (
+    "every,sep|of;them\ue000\ue001\ue002",
+    "\ue000\ue001\ue002",
+    "comma,id",
+    "pipe|id",
+    "semi;colon",
+    'double "quoted"',
+    "single 'quoted'",
+    "back\\slash\\",
+    "inner  spaces and * ? wildcards",
+    "lucene+-&&||!(){}[]^~:/syntax",
+    "{!terms f=id}x",
+    "OR",
+    "中文,∑|é;",
+)
+
+
+def test_ids_of_any_allowed_characters_are_written_replaced_and_deleted(empty_backend):
+    records = [Record(id=i, title=f"Odd {n}", year=2000 + n) for n, i in enumerate(ODD_IDS)]
+    added = empty_backend.write(upserts=[FIRST, *records])
+    assert (added.added, added.replaced, added.deleted) == (1 + len(records), 0, 0)
+    for record in records:
+        assert empty_backend.get(record.id) == record
+    assert ids_of(empty_backend) == sorted([FIRST.id, *ODD_IDS])
+
+    renamed = [replace(record, title=f"Renamed {record.title}") for record in records]
+    replaced = empty_backend.write(upserts=renamed)
+    assert (replaced.added, replaced.replaced) == (0, len(records))
+    for record in renamed:
+        assert empty_backend.get(record.id) == record
+    assert total(empty_backend) == 1 + len(records)
+    assert total(empty_backend, "renamed") == len(records)
+
+    gone = empty_backend.delete([*ODD_IDS[:5], "comma", "id"])
+    assert gone.deleted == 5
+    for record_id in ODD_IDS[:5]:
+        with pytest.raises(RecordNotFound):
+            empty_backend.get(record_id)
+    assert ids_of(empty_backend) == sorted([FIRST.id, *ODD_IDS[5:]])
+    assert empty_backend.delete(list(ODD_IDS)).deleted == len(ODD_IDS) - 5
+    assert ids_of(empty_backend) == [FIRST.id]
+
+
 # -- one write with both -----------------------------------------------------------------------
 def test_a_write_applies_upserts_and_deletes_together(empty_backend):
     empty_backend.rebuild([FIRST, SECOND, THIRD])

@@ -8,6 +8,7 @@ import pytest
 
 from searchsvc.domain.records import (
     MAX_ID_LENGTH,
+    RESERVED_IDS,
     Deduplicator,
     Record,
     id_problem,
@@ -104,6 +105,22 @@ def test_a_record_read_back_from_an_index_keeps_an_id_of_an_older_rule():
         Record.from_index({"id": "x", "title": ""})
     with pytest.raises(ValueError, match="'id'"):
         Record.from_index({"title": "T"})
+
+
+def test_reserved_ids_are_refused_by_the_id_rule_saying_so():
+    # An engine's own documents (Solr's meta document) share the id space with records: a
+    # record with such an id would be overwritten by the engine's next commit (issue 33).
+    assert "__searchsvc_meta__" in RESERVED_IDS
+    for record_id in RESERVED_IDS:
+        problem = id_problem(record_id)
+        assert problem is not None and "is reserved" in problem and repr(record_id) in problem
+        with pytest.raises(ValueError, match="is reserved"):
+            Record(id=record_id, title="T")
+        with pytest.raises(ValueError, match="is reserved"):
+            Record.from_dict({"id": record_id, "title": "T"})
+    # Only the exact id: others that merely resemble it are ordinary ids.
+    for record_id in ("__searchsvc_meta__2", "x__searchsvc_meta__", "__SEARCHSVC_META__"):
+        assert id_problem(record_id) is None
 
 
 def test_a_refused_id_is_quoted_shortened_in_the_reason():

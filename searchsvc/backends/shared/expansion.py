@@ -17,6 +17,11 @@ MAX_EXPANSION = 16  # index terms one wildcard/fuzzy word may become (the most f
 MAX_EXPANSION_POSTINGS = 5_000
 MIN_LITERAL_PREFIX = 3  # a wildcard word starting with fewer letters stays within the budget
 MAX_CANDIDATES = 2_000  # matching index terms looked at to choose those
+# Terms of a field a leading wildcard (`*ing`, `?ache`: no literal start to narrow them by) is
+# tested against: the first this many in index order, on every engine (the Whoosh lexicon, the
+# Solr terms component), so that it costs the same bounded scan and finds the same terms.
+# Engines read it at call time (`expansion.MAX_LEXICON_SCAN`): a test may set it.
+MAX_LEXICON_SCAN = 200_000
 
 
 def most_frequent_first(

@@ -82,7 +82,7 @@ class SolrBackend(SearchBackend):
         self.settings = location
         self.location = location.url
         self.connection = SolrConnection(location)
-        self.vocabulary = Vocabulary(self.connection)
+        self.vocabulary = Vocabulary(self.connection, self._index_state)
         self.index_stems = IndexStems(self.connection)
         self.collections = Collections(
             self.connection, location.collection, location.shards, location.replicas
@@ -365,6 +365,12 @@ class SolrBackend(SearchBackend):
         with self._lock:
             self._version = (now, version, meta)
         return version, dict(meta)
+
+    def _index_state(self) -> tuple[str, str]:
+        """(when the visible index was built, its version): what the vocabulary's knowledge of
+        the index's terms depends on."""
+        version, meta = self._meta()
+        return str(meta.get("built_at", "")), version
 
     def _check_layout(self, force: bool) -> None:
         """Refuse an index built with an older document layout (documents.LAYOUT): its schema

@@ -43,8 +43,9 @@ WORD_FIELDS = ("content", "title", "abstract")
 # Unstemmed words of a stemmed field, searched for wildcards and fuzzy words.
 SPELLING_FIELD = {"content": "content_words"}
 NOTHING = "(-*:*)"  # matches no document
-# Separators of an id list (id_set): the first that no id of the list contains is used (the last
-# is of private-use characters, in no real id; Solr trims control characters off a separator).
+# Separators of an id list (id_set): the one the fewest ids of the list contain is used, the
+# first of those on a tie (the last is of private-use characters, in no real id; Solr trims
+# control characters off a separator). The id rule allows every one of them in ids.
 _ID_SEPARATORS = (",", "|", ";", "\ue000\ue001\ue002")
 _SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|\s])')
 
@@ -245,13 +246,24 @@ class _Compiler:
 def id_set(ids: Sequence[str], param: str) -> tuple[str, list[tuple[str, str]]]:
     """A query of the documents with these ids, and the request parameters it reads: `param`
     holds the list (one `{!terms}` query however long it is, not a clause per id), separated
-    by a character no id of it holds (`param`_sep). (Not named `ids`: Solr reads a request's
-    `ids` as the documents to return, whatever the query.)"""
+    by the separator the fewest ids hold (`param`_sep). (Not named `ids`: Solr reads a
+    request's `ids` as the documents to return, whatever the query.)
+
+    The id rule allows ids holding every separator: those that hold the chosen one go as a
+    quoted clause beside the list (`({!terms ...}) OR id:("..." OR "...")`), or alone when
+    every id does. Callers send at most ID_LOOKUP_BATCH (1,000) ids at once, within Solr's
+    1,024 clauses, and real ids hold none of them."""
     if not ids:
         return NOTHING, []
-    separator = next(s for s in _ID_SEPARATORS if not any(s in i for i in ids))
+    separator = min(_ID_SEPARATORS, key=lambda s: sum(s in i for i in ids))
+    listed = [i for i in ids if separator not in i]
+    odd = [i for i in ids if separator in i]
+    clause = f"id:({' OR '.join(quoted(i) for i in odd)})" if odd else ""
+    if not listed:
+        return clause, []
     query = f"{{!terms f=id separator=${param}_sep v=${param}}}"
-    return query, [(param, separator.join(ids)), (f"{param}_sep", separator)]
+    params = [(param, separator.join(listed)), (f"{param}_sep", separator)]
+    return (f"({query}) OR {clause}" if odd else query), params
 
 
 def escape_wildcard(pattern: str) -> str:

@@ -15,12 +15,13 @@ import numpy as np
 import orjson
 
 from searchsvc.domain.facets import FACETS
-from searchsvc.domain.records import Record
+from searchsvc.domain.records import META_DOCUMENT_ID, Record
 from searchsvc.domain.subjects import record_categories, record_subject_keys, record_subjects
 from searchsvc.domain.texts import fold, title_key
 
-# The document that holds the index's metadata (kind "meta"); records are kind "record".
-META_ID = "__searchsvc_meta__"
+# The document that holds the index's metadata (kind "meta"); records are kind "record". Its id
+# is one of the id rule's reserved ids, so that no record can take it.
+META_ID = META_DOCUMENT_ID
 RECORD_KIND = "record"
 # facet_lookup values: facet, folded word start, value.
 LOOKUP_SEP = "\x1f"

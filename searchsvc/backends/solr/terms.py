@@ -8,11 +8,14 @@ engine follows (backends/expansion.py), so a query means the same on both engine
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Callable, Iterable
 
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
+from searchsvc.backends.shared import expansion
 from searchsvc.backends.shared.expansion import (
     MAX_CANDIDATES,
     MAX_EXPANSION,
@@ -24,13 +27,24 @@ from searchsvc.backends.solr.connection import SolrConnection
 # Terms fetched to look for words within an edit distance (those sharing the first letter and
 # of a length within reach): the distances are computed here.
 MAX_NEAR_CANDIDATES = 50_000
+# How long the last term a leading wildcard tests (the MAX_LEXICON_SCAN-th of a field) is kept
+# while writes change the index: finding it reads that many terms of every shard (seconds for a
+# field of 200,000), and writes move it only by the terms they add before it. It is found again
+# after a rebuild, and after this long once the index has changed.
+LAST_SCANNED_SECONDS = 600.0
+# (rebuild, version) of the index a Vocabulary reads: its built_at and version token.
+IndexState = Callable[[], tuple[str, str]]
 
 
 class Vocabulary:
-    """Term lookups on one collection."""
+    """Term lookups on one collection; `state` says which state of it is visible."""
 
-    def __init__(self, connection: SolrConnection) -> None:
+    def __init__(self, connection: SolrConnection, state: IndexState | None = None) -> None:
         self.connection = connection
+        self.state = state or (lambda: ("", ""))
+        # (field, scan) -> (rebuild, version, when found, the last term tested or None)
+        self._last_scanned: dict[tuple[str, int], tuple[str, str, float, str | None]] = {}
+        self._lock = threading.Lock()
 
     def frequencies(self, field: str, terms: Iterable[str]) -> dict[str, int]:
         """Documents holding each term in `field` (0 for a term not indexed)."""
@@ -46,7 +60,10 @@ class Vocabulary:
         return {term: found.get(term, 0) for term in wanted}
 
     def matching(self, field: str, pattern: str, limit: int = MAX_CANDIDATES) -> list[str]:
-        """Terms of `field` matching a wildcard pattern (`*` any characters, `?` one), in order."""
+        """Terms of `field` matching a wildcard pattern (`*` any characters, `?` one), in order.
+
+        A pattern without a literal start is tested against the field's first MAX_LEXICON_SCAN
+        terms only, as the Whoosh lexicon tests its own (shared/expansion.py)."""
         literal = re.split(r"[*?]", pattern, maxsplit=1)[0]
         regex = "".join(
             ".*" if ch == "*" else "." if ch == "?" else _java_literal(ch) for ch in pattern
@@ -55,11 +72,46 @@ class Vocabulary:
             ("terms.fl", field),
             ("terms.limit", limit),
             ("terms.sort", "index"),
-            ("terms.regex", regex),
         ]
+        last = None if literal else self.last_scanned(field)
         if literal:
             params.append(("terms.prefix", literal))
+        elif last is not None:
+            # Solr's terms component tests `terms.regex` before `terms.upper`, so a term that
+            # fails the pattern never reaches the bound and the walk goes on to the end of
+            # each shard's dictionary: the pattern is widened to every term after the bound,
+            # so that the first of them stops the walk (without being returned).
+            regex = f"(?:{regex})|{_java_after(last)}"
+            params += [("terms.upper", last), ("terms.upper.incl", "true")]
+        params.append(("terms.regex", regex))
         return list(_term_counts(self.connection.post("terms", params, form=True), field))
+
+    def last_scanned(self, field: str) -> str | None:
+        """The last term of `field` a leading wildcard tests: its MAX_LEXICON_SCAN-th in index
+        order (None when it has fewer), found again as LAST_SCANNED_SECONDS says."""
+        scan = expansion.MAX_LEXICON_SCAN  # read now: a test may set it
+        rebuild, version = self.state()
+        now = time.monotonic()
+        with self._lock:
+            known = self._last_scanned.get((field, scan))
+        if known is not None:
+            known_rebuild, known_version, found_at, last = known
+            if known_version == version or (
+                known_rebuild == rebuild and now - found_at < LAST_SCANNED_SECONDS
+            ):
+                return last
+        # Each shard sends its first `scan` terms, and the merge keeps the first `scan` of
+        # them: exactly the collection's first `scan`.
+        params: list[tuple[str, str | int]] = [
+            ("terms.fl", field),
+            ("terms.limit", scan),
+            ("terms.sort", "index"),
+        ]
+        terms = list(_term_counts(self.connection.post("terms", params, form=True), field))
+        last = terms[-1] if len(terms) >= scan else None
+        with self._lock:
+            self._last_scanned[(field, scan)] = (rebuild, version, now, last)
+        return last
 
     def prefixed(self, field: str, prefix: str, limit: int = MAX_CANDIDATES) -> list[str]:
         params: list[tuple[str, str | int]] = [
@@ -119,6 +171,19 @@ def _term_counts(answer: dict, field: str) -> dict[str, int]:
 
 def _java_literal(ch: str) -> str:
     return "\\" + ch if not ch.isalnum() else ch
+
+
+def _java_after(term: str) -> str:
+    """A Java regex matching exactly the strings that sort after `term` by code point (Lucene's
+    order of terms, their UTF-8 bytes): `term` continued, or a common start then a greater
+    character."""
+    branches = ["".join(map(_java_literal, term)) + "[\\s\\S]+"]
+    for position, ch in enumerate(term):
+        if ord(ch) < 0x10FFFF:
+            start = "".join(map(_java_literal, term[:position]))
+            greater = f"[\\x{{{ord(ch) + 1:x}}}-\\x{{10ffff}}]"
+            branches.append(f"{start}{greater}[\\s\\S]*")
+    return "(?:" + "|".join(branches) + ")"
 
 
 class IndexStems:

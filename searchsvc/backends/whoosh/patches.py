@@ -1,8 +1,9 @@
 """Fixes to Whoosh 2.7.4 (unmaintained since 2016) applied once when the backend is imported.
 
 Each patch replaces one method: most with a behaviour-preserving faster version, one
-(`_and_not_find_first`) with a correct one. The tests exercise them through every build and
-search.
+(`_and_not_find_first`) with a correct one, two (`_durable_toc_write`, `_durable_rename_file`)
+with a commit that survives a power cut (durability.py). The tests exercise them through every
+build and search.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from array import array
 
 from whoosh import columns
 from whoosh.codec import whoosh3
-from whoosh.filedb import structfile
+from whoosh.filedb import filestore, structfile
+from whoosh.index import TOC
 from whoosh.matching import binary
+
+from searchsvc.backends.whoosh import durability
 
 _MISSING = object()
 
@@ -118,7 +122,33 @@ def _and_not_find_first(self):
         self._find_next()
 
 
+_STOCK_TOC_WRITE = TOC.write
+_STOCK_RENAME_FILE = filestore.FileStorage.rename_file
+
+
+def _durable_toc_write(self, storage, indexname):
+    # Stock Whoosh never fsyncs: after a power cut the new TOC could name segments whose
+    # content never reached the disk. The files of the folder (the segments this TOC names
+    # among them) are made durable first; the TOC itself in `_durable_rename_file`.
+    if isinstance(storage, filestore.FileStorage) and not storage.readonly:
+        durability.sync_files(storage.folder)
+    _STOCK_TOC_WRITE(self, storage, indexname)
+
+
+def _durable_rename_file(self, oldname, newname, safe=False):
+    # Whoosh renames only a TOC written under a temporary name, to publish it (TOC.write): its
+    # content is made durable before the name, and the name before Whoosh removes the previous
+    # TOC (clean_files), so that a power cut leaves the old state or the new one, never a TOC
+    # of zero bytes in place of both.
+    if not self.readonly:
+        durability.sync_file(self._fpath(oldname))
+    _STOCK_RENAME_FILE(self, oldname, newname, safe)
+    durability.sync_directory(self.folder)
+
+
 def apply() -> None:
+    TOC.write = _durable_toc_write
+    filestore.FileStorage.rename_file = _durable_rename_file
     binary.AndNotMatcher._find_first = _and_not_find_first
     whoosh3.W3PerDocReader._cached_reader = _cached_reader
     structfile.BufferFile.__init__ = _buffer_file_init

@@ -1,7 +1,8 @@
 """What a committed state of a generation writes beside Whoosh's own files: the facet arrays and
 lexicons (read at start instead of every document), the vector graphs of large segments, the
 build metadata, and last the manifest that seals the state (integrity.py). Every file is
-written atomically and fsynced; store.py decides when.
+written atomically and fsynced; store.py decides when. The seal makes the whole state durable
+before the manifest vouches for it (durability.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, BinaryIO, cast
 from whoosh.index import Index
 
 from searchsvc.backends.shared.vectors import VECTORS_METADATA
-from searchsvc.backends.whoosh import integrity
+from searchsvc.backends.whoosh import durability, integrity
 from searchsvc.backends.whoosh.accel.facet_table import FacetTable
 from searchsvc.backends.whoosh.accel.facet_table_file import load_facet_table, write_facet_arrays
 from searchsvc.backends.whoosh.accel.lexicon_file import lexicons_bytes
@@ -71,10 +72,16 @@ def write_vector_graphs(index: Index, metadata: dict[str, Any]) -> None:
 
 
 def seal(generation: Path, toc_generation: int) -> None:
-    """Write the manifest that makes a state servable (its files' sizes and checksums)."""
+    """Write the manifest that makes a state servable (its files' sizes and checksums), once
+    every file of the state and their names are durable."""
     # Leftover temporaries of killed writers are no part of the state (we hold the lock).
     for leftover in generation.glob(".*.tmp"):
         leftover.unlink(missing_ok=True)
+    # A manifest vouching for files whose content a power cut can still lose would make the
+    # generation fail verification after one, and its writes be served from an older one:
+    # contents first, then the directory (the manifest's own name is synced after its rename,
+    # by write_atomically). The caller marks its tasks succeeded only after this returns.
+    durability.sync_folder(generation)
     integrity.write_manifest(generation, toc_generation, write_atomically)
 
 
@@ -94,8 +101,4 @@ def write_atomically(path: Path, content: str | bytes | Callable[[BinaryIO], Non
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    durability.sync_directory(path.parent)

@@ -15,7 +15,9 @@ Layout of an index directory::
 
 Readers only ever follow CURRENT, so they never see a half-built index; a build killed with
 SIGKILL leaves CURRENT and the live generation untouched, and its build dir is removed by the
-next build (which holds the lock, so nothing else can be using it).
+next build (which holds the lock, so nothing else can be using it). A power cut leaves the last
+sealed state of each generation, and CURRENT naming a sealed one: what a commit, a seal and a
+build fsync, and in which order, is in durability.py.
 
 A generation is served only once verified (`choose`): its format versions, its files against
 its manifest, and Whoosh opening it. When the live one fails, the previous one (KEEP_PREVIOUS
@@ -43,7 +45,7 @@ from whoosh import index as whoosh_index
 from whoosh.index import Index
 
 from searchsvc.backends.contract import CheckedPart, Damage
-from searchsvc.backends.whoosh import integrity
+from searchsvc.backends.whoosh import durability, integrity
 from searchsvc.backends.whoosh.accel.posting_arrays_file import (
     remove_leftover_files,
     write_missing_posting_arrays,
@@ -275,6 +277,7 @@ class IndexDirectory:
         dict the caller may keep filling while building, saved beside the index at the swap.
         """
         metadata = {} if metadata is None else metadata
+        first = not self.root.exists()
         with self.lock():
             self._remove_orphan_builds()
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
@@ -302,7 +305,12 @@ class IndexDirectory:
                         f"({_summary(verdict.damage)}); the live index is left as it was",
                     )
                 os.rename(build_dir, generation)
+                # The generation's name before CURRENT's: a power cut must not leave CURRENT
+                # naming a directory whose rename was lost (durability.py).
+                durability.sync_directory(self.root)
                 write_atomically(self.root / CURRENT, generation.name + "\n")
+                if first:
+                    durability.sync_parent(self.root)  # the index directory's own name
             except BaseException:
                 shutil.rmtree(build_dir, ignore_errors=True)
                 if self.live_name() != generation.name:  # renamed, but never made live

@@ -19,10 +19,8 @@ from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import extract
 from whoosh.reading import IndexReader, TermNotFound
 
+from searchsvc.backends.shared import expansion
 from searchsvc.backends.whoosh.accel.term_tables import field_terms
-
-# Terms a leading wildcard may test against its pattern.
-MAX_LEXICON_SCAN = 200_000
 
 
 class Lexicon:
@@ -56,9 +54,10 @@ class Lexicon:
         regex = re.compile(
             "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
         )
-        candidates = (
-            self.prefixed(literal) if literal else itertools.islice(self.terms, MAX_LEXICON_SCAN)
-        )
+        # Without a literal start, the first terms only, as on every engine (read here, at
+        # call time, so that a test's setting reaches it).
+        scan = expansion.MAX_LEXICON_SCAN
+        candidates = self.prefixed(literal) if literal else itertools.islice(self.terms, scan)
         return (term for term in candidates if regex.fullmatch(term))
 
     def within(
