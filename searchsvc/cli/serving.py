@@ -15,6 +15,11 @@ from searchsvc.domain.errors import SearchsvcError
 SERVE_MODULE = "searchsvc.serving.serve"
 # gunicorn's worker timeout when SEARCHSVC_TIMEOUT is not set (serving/gunicorn_conf.py).
 DEFAULT_WORKER_TIMEOUT = 30
+# nginx's per-address limits: the setting, and the option of the serving program that takes it.
+FRONT_LIMITS = {
+    "FRONT_CONNECTIONS_PER_ADDRESS": "--connections-per-address",
+    "FRONT_REQUESTS_PER_SECOND": "--requests-per-second",
+}
 
 
 @click.command()
@@ -40,8 +45,11 @@ def serve(bind: str, workers: int | None, index: str, tasks_db: str) -> None:
 
     nginx reads each request whole, within bounds and timeouts, and passes it to gunicorn's
     sync workers on a private unix socket, so that no slow or oversized client holds a worker
-    (README, "Serving in production"). Needs nginx (Debian: apt-get install nginx; another one:
-    SEARCHSVC_NGINX=PATH). Other settings come from SEARCHSVC_* variables, as for gunicorn.
+    (README, "Serving in production"). nginx limits each client address to
+    SEARCHSVC_FRONT_CONNECTIONS_PER_ADDRESS requests under way (default 64) and
+    SEARCHSVC_FRONT_REQUESTS_PER_SECOND requests a second (default 100); 0 for no limit. Needs
+    nginx (Debian: apt-get install nginx; another one: SEARCHSVC_NGINX=PATH). Other settings
+    come from SEARCHSVC_* variables, as for gunicorn.
     """
     host, port = _address(bind)
     try:
@@ -57,6 +65,8 @@ def serve(bind: str, workers: int | None, index: str, tasks_db: str) -> None:
     command += ["--max-body", str(settings["MAX_CONTENT_LENGTH"])]
     command += ["--max-write-body", str(settings["MAX_WRITE_CONTENT_LENGTH"])]
     command += ["--worker-timeout", str(_worker_timeout())]
+    for name, option in FRONT_LIMITS.items():
+        command += [option, str(_not_negative(name, settings[name]))]
     # Replaced, not a child: signals (Ctrl-C, `docker stop`) reach the process that runs nginx
     # and gunicorn, and it keeps this process's id.
     sys.stdout.flush()
@@ -71,6 +81,12 @@ def _worker_timeout() -> int:
         return int(text) if text else DEFAULT_WORKER_TIMEOUT
     except ValueError:
         raise SearchsvcError(f"SEARCHSVC_TIMEOUT={text!r}: expected whole seconds") from None
+
+
+def _not_negative(name: str, value: int) -> int:
+    if value < 0:
+        raise SearchsvcError(f"{config.ENV_PREFIX}{name}={value}: expected 0 (no limit) or more")
+    return value
 
 
 def _address(bind: str) -> tuple[str, int]:

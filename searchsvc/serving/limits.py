@@ -33,3 +33,21 @@ LINGERING_TIME = 5
 
 # How a long query is to be sent, said in every refusal of a long request line.
 LONG_QUERY_HINT = "send a long query as POST /api/v1/search with a JSON body"
+
+# Per client address, at the nginx front only (settings FRONT_CONNECTIONS_PER_ADDRESS and
+# FRONT_REQUESTS_PER_SECOND, 0 for no limit): beyond the rate, a burst of twice the rate passes
+# at once, and what exceeds either is a 429 to be tried again after RATE_RETRY_AFTER seconds.
+# A slow client holds a connection within the timeouts above, but nginx has no deadline for a
+# whole body (client_body_timeout is per read): one byte every few seconds keeps a body coming
+# for as long as the client likes, and only the connections per address bound how many such
+# clients one address has.
+REQUEST_BURST_FACTOR = 2
+RATE_RETRY_AFTER = 1
+# A connection refused so (429) is closed after its client pauses this long (nginx drains other
+# refusals for LINGERING_TIME, up to 2 s of silence): benchmarks/bench_trickle.py's attacker,
+# replacing each refused connection at once, filled nginx's 4,096 connections with refusals
+# still draining and made others' searches fail; with 100 ms none did.
+REFUSED_LINGERING_MS = 100
+# Shared memory for each per-address table: some 80,000 addresses (limit_req's states, 128
+# bytes each, are the larger); when full, the least recently seen are forgotten.
+ADDRESS_ZONE_MB = 10

@@ -61,14 +61,33 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-body", type=int, required=True)
     parser.add_argument("--max-write-body", type=int, required=True)
     parser.add_argument("--worker-timeout", type=int, required=True)
+    # Per client address (0 for no limit): connections with a request under way, requests a
+    # second.
+    parser.add_argument("--connections-per-address", type=_not_negative, required=True)
+    parser.add_argument("--requests-per-second", type=_not_negative, required=True)
     args = parser.parse_args(argv)
-    front = Front(args.host, args.port, args.max_body, args.max_write_body, args.worker_timeout)
+    front = Front(
+        args.host,
+        args.port,
+        args.max_body,
+        args.max_write_body,
+        args.worker_timeout,
+        connections_per_address=args.connections_per_address,
+        requests_per_second=args.requests_per_second,
+    )
     say = functools.partial(print, file=sys.stderr, flush=True)
     try:
         sys.exit(serve(front, nginx=find_nginx(), say=say))
     except ServeError as exc:
         say(f"error: {exc.message}")
         sys.exit(1)
+
+
+def _not_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
 
 
 def find_nginx() -> str:
@@ -92,7 +111,10 @@ def serve(front: Front, *, nginx: str, say: Callable[[str], None] = print) -> in
     run_dir = Path(tempfile.mkdtemp(prefix="searchsvc-serve-"))
     children: dict[str, subprocess.Popen] = {}
     try:
-        config = write_front(run_dir, front)
+        try:
+            config = write_front(run_dir, front)
+        except OSError as exc:  # no unprivileged user for nginx's workers, a full disk
+            raise ServeError(f"nginx's config not written: {exc}") from None
         socket = run_dir / SOCKET_NAME
         gunicorn = [sys.executable, "-m", "gunicorn", "--config", GUNICORN_CONFIG]
         gunicorn += ["--bind", f"unix:{socket}", WSGI_APP]
