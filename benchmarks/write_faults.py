@@ -46,7 +46,8 @@ Parts (`--part`, repeatable; all by default):
             immutable file is a SIGBUS). A bind mount `-o ro` cannot be made while the
             queue's database is open for writing (EBUSY), so it is not used.
   fulldisk  (root only: needs `mount -t tmpfs`) the index on a tmpfs of `--disk-mb` MB, filled
-            with a file while writes stream, then freed. Writes should be refused with 503
+            with a file while writes stream, then freed. Writes should be refused with 507
+            (below the free-disk floor, set to an eighth of the disk) or 503
             `task_queue_unavailable` (or queued), never 500; reads should keep answering; after
             freeing, every acknowledged write must be applied.
 
@@ -264,7 +265,9 @@ class WriterClient(threading.Thread):
                             self.tally.ack_seconds.append(now - sent)
                             self.tally.ack_times.append(now)
                     return reply
-                if reply.status != 503:
+                # 503 (the queue cannot take it now) and 507 (below the free-disk floor) are
+                # refusals to retry; any other 5xx is a problem.
+                if reply.status not in (503, 507):
                     self.tally.note(f"write {reply.status}: {reply.body[:300]!r}")
             if self.stop.is_set():
                 stop_seen = stop_seen or time.perf_counter()
@@ -532,7 +535,11 @@ class Setup:
 
     @contextlib.contextmanager
     def served(
-        self, name: str, workers: int, index_dir: Path | None = None
+        self,
+        name: str,
+        workers: int,
+        index_dir: Path | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> Iterator[tuple[Gunicorn, Api, Path]]:
         """A copy of the seed index (in `index_dir` when given) served by gunicorn; the
         directory is removed afterwards unless something went wrong or --keep."""
@@ -541,7 +548,7 @@ class Setup:
         index_dir = index_dir or workdir / "index"
         shutil.copytree(self.seed_index, index_dir)
         token = create_key(index_dir)
-        server = Gunicorn(index_dir, workdir, workers)
+        server = Gunicorn(index_dir, workdir, workers, extra_env=extra_env)
         server.start()
         ok = False
         try:
@@ -929,7 +936,11 @@ def part_fulldisk(setup: Setup) -> dict[str, Any]:
     disk = setup.root / "fulldisk-tmpfs"
     with tmpfs(disk, args.disk_mb):
         name = "fulldisk"
-        with setup.served(name, args.workers, disk / "index") as (server, api, workdir):
+        # The free-disk floor scaled to the small disk (its default, 256 MiB, is more than the
+        # whole tmpfs): writes are refused with 507 as the filler nears it, and some land in
+        # what is left below it, so both the floor and the full disk are met.
+        floor = {"SEARCHSVC_MIN_FREE_DISK_BYTES": str(args.disk_mb * 1024**2 // 8)}
+        with setup.served(name, args.workers, disk / "index", floor) as (server, api, workdir):
             traffic = Traffic.start(api, "fd", 2, 2, setup.rng, args.grace)
             time.sleep(2)
             tasks_before = len(traffic.tasks)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
+
+from limits import parse_many
 
 from searchsvc.backends import checked_location
 
@@ -33,10 +36,34 @@ DEFAULTS: dict[str, Any] = {
     # "embedded": every gunicorn worker is a candidate writer (one is elected); "off": a
     # `searchsvc writer` process of its own applies the tasks.
     "WRITER": "embedded",
-    # Reads (search, records, ...) need an API key with the read scope too.
+    # Reads need an API key with the read scope too: every route that shows records or counts,
+    # web pages and /metrics included (api/auth.py lists the few that stay open).
     "REQUIRE_KEY_FOR_READS": False,
-    # Writes one API key may make per worker process ("" for no limit), flask-limiter's syntax.
+    # Writes one API key may make ("" for no limit), the `limits` library's syntax ("100/second",
+    # "1000 per minute; 20/second"): counted in the task queue's file, one budget for every
+    # worker process; beyond it 429 with Retry-After.
     "WRITE_RATE_LIMIT": "100/second",
+    # The write queue's bounds (0 for none). Bytes of writes waiting to be applied, of all keys
+    # (beyond: 503 with Retry-After) and of one key (beyond: 429 with Retry-After); a write into
+    # an empty backlog is always taken, however large.
+    "QUEUE_MAX_BYTES": 1024**3,
+    "QUEUE_MAX_BYTES_PER_KEY": 256 * 1024**2,
+    # Free bytes kept on the task queue's disk: a write that would leave less is refused (507
+    # with Retry-After) before it is acknowledged, rather than failing when the disk is full.
+    "MIN_FREE_DISK_BYTES": 256 * 1024**2,
+    # Bytes of payloads the writer applies in one engine commit at most (a task larger than that
+    # goes alone), beside its 10,000 records: bounds the writer's memory.
+    "WRITER_BATCH_BYTES": 64 * 1024**2,
+    # Days finished tasks are kept (then deleted by the writer; their payloads are dropped as
+    # soon as they are applied); 0 keeps them for ever.
+    "TASK_RETENTION_DAYS": 7,
+    # Requests of one API key waiting on tasks (`?wait=`) at once, across workers: each holds a
+    # worker. Beyond it a task is answered at once, as it is, with `Searchsvc-Wait: refused`.
+    "MAX_WAITS_PER_KEY": 2,
+    # `searchsvc serve`'s nginx front, per client address (0 for no limit): connections with a
+    # request under way, and requests a second (a burst of twice as many passes at once).
+    "FRONT_CONNECTIONS_PER_ADDRESS": 64,
+    "FRONT_REQUESTS_PER_SECOND": 100,
     # Longest accepted query string in bytes (a 10,000-character `q` fits even percent-encoded).
     "MAX_QUERY_STRING_LENGTH": 64 * 1024,
     # Cache-Control max-age of successful GET responses; 0 = revalidate with the ETag each time.
@@ -48,6 +75,10 @@ DEFAULTS: dict[str, Any] = {
     "GZIP_LEVEL": 1,
     # Title of the OpenAPI document.
     "API_TITLE": "searchsvc",
+    # The URL clients reach the service at (`https://search.example.org`, with the path prefix
+    # the front serves it under, if any): the Atom feeds' links start with it. Empty: they are
+    # relative, never made from the request's Host header, which the client chooses.
+    "PUBLIC_URL": "",
 }
 
 
@@ -117,15 +148,75 @@ def load(
     settings["INDEX"] = checked_location(settings["INDEX"])
     _check_gzip_level(settings["GZIP_LEVEL"])
     _check_writer(settings["WRITER"])
+    _check_queue_bounds(settings)
+    settings["PUBLIC_URL"] = _checked_public_url(settings["PUBLIC_URL"])
     return settings
 
 
 WRITERS = ("embedded", "off")
+# The settings that bound the write queue: whole numbers, 0 for no bound.
+QUEUE_BOUNDS = (
+    "QUEUE_MAX_BYTES",
+    "QUEUE_MAX_BYTES_PER_KEY",
+    "MIN_FREE_DISK_BYTES",
+    "WRITER_BATCH_BYTES",
+    "TASK_RETENTION_DAYS",
+    "MAX_WAITS_PER_KEY",
+)
+
+
+def _check_queue_bounds(settings: Mapping[str, Any]) -> None:
+    # Refused at start-up: a negative bound would refuse every write, or none, silently.
+    for name in QUEUE_BOUNDS:
+        value = settings[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{ENV_PREFIX}{name}={value!r}: expected 0 (no bound) or more")
+    write_rates(settings["WRITE_RATE_LIMIT"])
+
+
+def write_rates(limit: str) -> tuple[tuple[int, int], ...]:
+    """WRITE_RATE_LIMIT as (writes, seconds) pairs; () for no limit. ValueError names the
+    setting when it is not the `limits` library's syntax."""
+    if not limit:
+        return ()
+    try:
+        parsed = parse_many(limit)
+    except ValueError:
+        parsed = []
+    if not parsed or any(item.amount < 1 for item in parsed):
+        raise ValueError(
+            f"{ENV_PREFIX}WRITE_RATE_LIMIT={limit!r}: expected writes per period, such as "
+            "100/second or 1000 per minute, or empty for no limit"
+        )
+    return tuple((item.amount, item.get_expiry()) for item in parsed)
 
 
 def _check_writer(writer: Any) -> None:
     if writer not in WRITERS:
         raise ValueError(f"{ENV_PREFIX}WRITER={writer!r}: expected one of {', '.join(WRITERS)}")
+
+
+def _checked_public_url(url: Any) -> str:
+    """An absolute http(s) URL without query or fragment, without its final `/`; or ""."""
+    if url == "":
+        return url
+    try:
+        parts = urlsplit(url)
+        valid = (
+            parts.scheme in ("http", "https")
+            and bool(parts.hostname)
+            and parts.username is None
+            and (parts.port is None or parts.port > 0)
+            and not any(c in url for c in "?# \t\r\n")
+        )
+    except (TypeError, ValueError, AttributeError):  # not a string; a port or IPv6 host garbled
+        valid = False
+    if not valid:
+        raise ValueError(
+            f"{ENV_PREFIX}PUBLIC_URL={url!r}: expected an absolute http(s) URL such as "
+            "https://search.example.org, or nothing"
+        )
+    return url.rstrip("/")
 
 
 def _check_gzip_level(level: Any) -> None:

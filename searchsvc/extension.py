@@ -94,6 +94,11 @@ def start_writer(app: Flask) -> TaskWriter | None:
         return None
     # The process's own backend: a batch it writes is visible to this worker's searches at once
     # (other workers follow within their refresh), and no second copy of its snapshot is held.
-    writer = app.extensions[_EXTENSION].get().task_writer(_queue_of(app))
+    service = app.extensions[_EXTENSION].get()
+    writer = service.task_writer(
+        _queue_of(app),
+        batch_bytes=app.config["WRITER_BATCH_BYTES"],
+        retention_days=app.config["TASK_RETENTION_DAYS"],
+    )
     app.extensions[_WRITER] = writer.start_thread()
     return writer

@@ -24,7 +24,11 @@ def init_app(app: Flask) -> None:
     app.config.setdefault("API_SPEC_OPTIONS", {"info": {"description": DESCRIPTION}})
     metrics.init_app(app)
     http.init_app(app)
-    api = errors.SearchApi(app, spec_kwargs={"extra_plugins": [spec_plugins.EveryOperation()]})
+    plugins = [
+        spec_plugins.EveryOperation(),
+        auth.ReadKeyDocumented(app.config["REQUIRE_KEY_FOR_READS"]),
+    ]
+    api = errors.SearchApi(app, spec_kwargs={"extra_plugins": plugins})
     app.extensions["searchsvc.api"] = api
     errors.init_app(app)
     auth.init_app(app, api)

@@ -3,6 +3,11 @@
 The XML is built with the standard library's ElementTree, which escapes every text and attribute;
 the total and the paging are said with OpenSearch 1.1's response elements, as arXiv's own Atom API
 does.
+
+Links start with the configured PUBLIC_URL, or are relative (RFC 4287 resolves them against the
+feed's own URL): never made from the request's Host header or forwarded scheme, which the
+client chooses, so that a cache or a feed aggregator cannot be handed links to another site.
+Ids are URNs of the search and of each record's id, the same wherever the feed is fetched from.
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import urlencode
+from typing import Any
+from urllib.parse import quote, urlencode
 from xml.etree import ElementTree
 
-from flask import Response, current_app, url_for
+from flask import Response, current_app, request, url_for
 
 from searchsvc import __version__
 from searchsvc.domain.facets import FACETS
@@ -25,6 +31,9 @@ MEDIA_TYPE = "application/atom+xml"
 ATOM_NAMESPACE = "http://www.w3.org/2005/Atom"
 OPENSEARCH_NAMESPACE = "http://a9.com/-/spec/opensearch/1.1/"
 TITLE_PREFIX = "searchsvc: "
+# Atom ids must be absolute IRIs that never change: URNs of what they name, not of where.
+FEED_URN = "urn:searchsvc:feed:"
+RECORD_URN = "urn:searchsvc:record:"
 # The feed's own parameters, and those it takes no notice of, stay out of its canonical URL.
 NOT_IN_FEED_URL = ("sort", "facets", "facet_size", "highlight")
 # What the web page's URL leaves to the page itself.
@@ -39,9 +48,10 @@ def feed_response(result: SearchResult, asked: SearchRequest | None = None) -> R
     repeat the search as `asked` (the result's request has the mode the service chose)."""
     search = asked or result.request
     links = FeedLinks(
-        self_url=_with_query(url_for("api.search_feed", _external=True), search, NOT_IN_FEED_URL),
+        self_url=_with_query(_url("api.search_feed"), search, NOT_IN_FEED_URL),
         page_url=_page_url(search),
         record_url=_record_url,
+        feed_id=FEED_URN + (urlencode(query_params(search, omit=NOT_IN_FEED_URL)) or "all"),
     )
     body = atom_feed(result, links, updated=datetime.now(UTC))
     return Response(body, content_type=f"{MEDIA_TYPE}; charset=utf-8")
@@ -49,17 +59,19 @@ def feed_response(result: SearchResult, asked: SearchRequest | None = None) -> R
 
 @dataclass(frozen=True, slots=True)
 class FeedLinks:
-    """The absolute URLs a feed names: itself, the same search's web page, each record's page."""
+    """The URLs a feed names (itself, the same search's web page, each record's page) and its
+    id."""
 
     self_url: str
     page_url: str | None
     record_url: Callable[[Record], str]
+    feed_id: str
 
 
 def atom_feed(result: SearchResult, links: FeedLinks, *, updated: datetime) -> bytes:
     """The feed document, UTF-8 with an XML declaration: one entry per hit, in the hits' order.
 
-    The feed's id is its canonical URL, and `updated` is the time it was made: no engine says
+    The feed's id names its canonical search, and `updated` is the time it was made: no engine says
     when its index last changed (a build's time misses later updates), and the ETag, keyed to
     the index version, already spares readers an unchanged feed.
     """
@@ -68,7 +80,7 @@ def atom_feed(result: SearchResult, links: FeedLinks, *, updated: datetime) -> b
     feed = ElementTree.Element(
         "feed", {"xmlns": ATOM_NAMESPACE, "xmlns:opensearch": OPENSEARCH_NAMESPACE}
     )
-    _text(feed, "id", links.self_url)
+    _text(feed, "id", links.feed_id)
     _text(feed, "title", feed_title(result.request))
     _text(feed, "updated", _timestamp(updated))
     _link(feed, "self", MEDIA_TYPE, links.self_url)
@@ -103,8 +115,9 @@ def feed_title(request: SearchRequest) -> str:
 
 def _entry(feed: ElementTree.Element, record: Record, url: str, feed_updated: datetime) -> None:
     entry = ElementTree.SubElement(feed, "entry")
-    # The record page's URL: stable across rebuilds, as a record's id is.
-    _text(entry, "id", url)
+    # The record's id, every character outside URI's unreserved ones percent-encoded: stable
+    # across rebuilds and hosts, as the record's id is.
+    _text(entry, "id", RECORD_URN + quote(record.id, safe=""))
     _text(entry, "title", record.title)
     # Records carry a year only. January 1st of it is never later than the real date, so no
     # entry claims to be newer than it is (nor a date in the future), and it is the same on
@@ -150,10 +163,18 @@ def _page_url(search: SearchRequest) -> str | None:
     """The web page's URL of the same search; None when the app serves no web page."""
     if "web.search" not in current_app.view_functions:
         return None
-    return _with_query(url_for("web.search", _external=True), search, NOT_IN_PAGE_URL)
+    return _with_query(_url("web.search"), search, NOT_IN_PAGE_URL)
 
 
 def _record_url(record: Record) -> str:
     # The record's web page, or its JSON where the app serves no web page.
     endpoint = "web.record" if "web.record" in current_app.view_functions else "api.record"
-    return url_for(endpoint, record_id=record.id, _external=True)
+    return _url(endpoint, record_id=record.id)
+
+
+def _url(endpoint: str, **values: Any) -> str:
+    """PUBLIC_URL and the endpoint's path, or the path alone (relative to the feed's host)."""
+    path = url_for(endpoint, **values)
+    public = current_app.config["PUBLIC_URL"]
+    # PUBLIC_URL holds any prefix the service is served under: the WSGI one is not repeated.
+    return public + path.removeprefix(request.script_root) if public else path

@@ -13,6 +13,7 @@ from typing import Any
 
 from flask import Flask, Response, jsonify, request
 from flask_smorest import Api
+from werkzeug.datastructures import Headers
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from searchsvc.api.schemas import ErrorSchema
@@ -52,7 +53,11 @@ def handle_domain_error(error: SearchsvcError) -> Response:
     status = status_of(error)
     if status == 500:
         log.error("unexpected %s: %s", type(error).__name__, error.message)
-    return error_response(status, error.code, error.message, _plain(error.details))
+    response = error_response(status, error.code, error.message, _plain(error.details))
+    if error.retry_after is not None:
+        # A refusal that passes (a bound of the write queue) says when it may have passed.
+        response.headers["Retry-After"] = str(max(1, error.retry_after))
+    return response
 
 
 def handle_unexpected_error(error: Exception) -> Response | HTTPException:
@@ -109,7 +114,11 @@ class SearchApi(Api):
         else:
             message = data.get("message") or error.description or error.name
             response = error_response(status, _code_of(error), message)
-        response.headers.update(error.get_headers())
+        # Each header of the exception replaces the answer's, with all its values: a 401 may
+        # offer several WWW-Authenticate challenges (auth.py).
+        own = Headers(error.get_headers())
+        for name in {key.lower() for key, _value in own}:
+            response.headers.setlist(name, own.getlist(name))
         response.headers["Content-Type"] = "application/json"
         response.headers.update(data.get("headers") or {})
         return response

@@ -83,6 +83,8 @@ def answer_if_not_modified() -> Response | None:
 def _set_caching(response: Response) -> None:
     response.set_etag(g.etag, weak=True)
     max_age = current_app.config["CACHE_MAX_AGE"]
+    # Public, as every client gets the same answer; an answer to a read key is made private
+    # after the view (auth.keep_private).
     response.headers["Cache-Control"] = (
         f"public, max-age={max_age}" if max_age > 0 else "public, no-cache"
     )

@@ -1,5 +1,5 @@
 """Prometheus metrics: requests and latency by endpoint and status, index size and documents,
-write tasks by status.
+write tasks by status, and the write queue's backlog (bytes, and the oldest task's wait).
 
 Under gunicorn each worker is a process: with PROMETHEUS_MULTIPROC_DIR set (the gunicorn config
 sets it) every worker writes its samples there and /metrics merges them all.
@@ -50,8 +50,21 @@ INDEX_DOCUMENTS = Gauge(
 )
 TASKS = Gauge(
     "searchsvc_tasks",
-    "Write tasks in the task queue, by status (enqueued: not yet applied).",
+    "Write tasks in the task queue, by status (enqueued: not yet applied; failed: refused, or "
+    "dead-lettered after the writer's attempts), finished ones until their retention ends.",
     ["status"],
+    multiprocess_mode="mostrecent",
+)
+TASK_BACKLOG_BYTES = Gauge(
+    "searchsvc_task_backlog_bytes",
+    "Bytes of write payloads waiting to be applied (enqueued or processing), which "
+    "SEARCHSVC_QUEUE_MAX_BYTES bounds.",
+    multiprocess_mode="mostrecent",
+)
+TASK_OLDEST_WAITING = Gauge(
+    "searchsvc_task_oldest_waiting_seconds",
+    "How long the oldest task waiting to be applied has waited (0: none waits); it grows "
+    "while the writer is stuck or behind.",
     multiprocess_mode="mostrecent",
 )
 INDEX_UP = Gauge(
@@ -67,6 +80,12 @@ INDEX_FALLBACK = Gauge(
     multiprocess_mode="mostrecent",
 )
 UNMATCHED = "<unmatched>"
+# The methods HTTP defines (RFC 9110, and PATCH): any other token is a valid method too, and as
+# a label each one would add series to every worker's files for good. They count as one.
+KNOWN_METHODS = frozenset(
+    ("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH")
+)
+OTHER_METHOD = "other"
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +99,8 @@ def record_request(response: Response) -> Response:
     endpoint = request.url_rule.rule if request.url_rule else UNMATCHED
     status = str(response.status_code)
     elapsed = time.perf_counter() - g.get("request_started", time.perf_counter())
-    REQUESTS.labels(endpoint, request.method, status).inc()
+    method = request.method if request.method in KNOWN_METHODS else OTHER_METHOD
+    REQUESTS.labels(endpoint, method, status).inc()
     LATENCY.labels(endpoint, status).observe(elapsed)
     # Server-Timing: what the app spent, and of that what the search engine spent (search only).
     timings = [f"app;dur={elapsed * 1000:.2f}"]
@@ -118,7 +138,10 @@ def metrics_response() -> Response:
         INDEX_SIZE.set(stats.size_bytes)
         INDEX_DOCUMENTS.set(stats.documents)
     try:
-        counts = get_queue().counts()
+        queue = get_queue()
+        counts = queue.counts()
+        backlog = queue.backlog()
+        oldest = queue.oldest_waiting_seconds()
     except Exception as exc:
         # Writes are off, or the queue cannot be read: its own errors say why.
         if not isinstance(exc, SearchsvcError):
@@ -126,6 +149,8 @@ def metrics_response() -> Response:
     else:
         for status, count in counts.items():
             TASKS.labels(status).set(count)
+        TASK_BACKLOG_BYTES.set(backlog["bytes"])
+        TASK_OLDEST_WAITING.set(oldest)
     response = Response(generate_latest(registry()), mimetype="text/plain")
     response.headers["Content-Type"] = CONTENT_TYPE_LATEST
     response.headers["Cache-Control"] = "no-store"

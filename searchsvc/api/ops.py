@@ -8,6 +8,7 @@ from flask import Response, jsonify
 from flask_smorest import Blueprint
 
 from searchsvc.api import schemas
+from searchsvc.api.auth import may_read
 from searchsvc.api.metrics import metrics_response
 from searchsvc.domain.errors import IndexUnavailable, SearchsvcError
 from searchsvc.domain.query import SearchRequest
@@ -35,18 +36,21 @@ def readyz() -> Response:
     """Readiness: the index is open and answers a search (503 while it is not, saying why).
 
     When the live index is damaged and the previous one answers instead, `status` is
-    `degraded` and `warning` says why."""
+    `degraded` and `warning` says why. When reads take a key, probes need none, but the count
+    of documents is shown only to a key with the read scope."""
     service = get_service()
     try:
         result = service.search_request(READINESS_PROBE)
         warning = service.warning()
-        body = {"status": "ready", "documents": result.total, "version": service.version()}
+        body: dict[str, str | int] = {"status": "ready", "version": service.version()}
     except SearchsvcError:
         raise
     except Exception as exc:
         # Not ready, whatever the engine raised: a probe's failure is a 503, never a 500.
         log.exception("readiness probe failed")
         raise IndexUnavailable(f"the index cannot answer a search ({type(exc).__name__})") from exc
+    if may_read():
+        body["documents"] = result.total
     if warning:
         body.update(status="degraded", warning=warning)
     return jsonify(body)
@@ -62,5 +66,8 @@ def readyz() -> Response:
     }
 )
 def metrics() -> Response:
-    """Request counts and latency histograms by endpoint and status; index size."""
+    """Request counts and latency histograms by endpoint and status; index size.
+
+    It counts documents: when reads take a key, so does it (a scraper sends it as a bearer
+    token). When reads are open, keep it to the monitoring hosts at the front (README)."""
     return metrics_response()

@@ -227,7 +227,12 @@ class ReadinessSchema(Schema):
         required=True,
         metadata={"description": "ready; degraded when the previous index answers (see warning)"},
     )
-    documents = fields.Integer(required=True)
+    documents = fields.Integer(
+        metadata={
+            "description": "Records in the index; when reads take a key, only to a key with "
+            "the read scope."
+        }
+    )
     version = fields.String(required=True)
     warning = fields.String(
         metadata={

@@ -18,7 +18,7 @@ from marshmallow import Schema
 from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import UnsupportedMediaType
 
-from searchsvc.api import arguments, atom, auth, http, schemas
+from searchsvc.api import arguments, atom, http, schemas
 from searchsvc.domain.errors import InvalidRequest
 from searchsvc.domain.facets import FACET_NAMES
 from searchsvc.domain.query import SearchRequest
@@ -71,7 +71,6 @@ blp = ApiBlueprint(
     url_prefix="/api/v1",
     description="Search, records, suggestions, facets, authors and index statistics.",
 )
-blp.before_request(auth.require_key_for_reads)
 blp.before_request(http.answer_if_not_modified)
 blp.after_request(http.add_caching_headers)
 
@@ -155,9 +154,11 @@ def search_feed(request: SearchRequest) -> Response:
 
     The parameters and their errors are those of /search (the same JSON 400), except that
     `sort` can only be `newest`, any other order being a 400, and that `facets`, `facet_size`
-    and `highlight` are ignored. Each entry is a hit: its record page's URL as id and link,
-    authors, the abstract as plain-text summary, categories, and January 1st of its year as
-    date. The total is in `opensearch:totalResults`.
+    and `highlight` are ignored. Each entry is a hit: `urn:searchsvc:record:<id>` as id (the
+    record's id percent-encoded), its record page as link, authors, the abstract as plain-text
+    summary, categories, and January 1st of its year as date. The total is in
+    `opensearch:totalResults`. Links start with the service's configured public URL, or are
+    relative to the feed's own.
     """
     started = time.perf_counter()
     result = get_service().search_request(request.evolve(facets=(), highlight=False))

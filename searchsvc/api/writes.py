@@ -4,10 +4,17 @@ A write is validated whole, queued on disk and answered `202 Accepted` with its 
 writer (tasks/writer.py) applies it within moments, and `GET /api/v1/tasks/<id>` tells how it
 went (`?wait=` seconds to wait for it). Nothing here touches the engine: a request never waits
 for the index's write lock.
+
+The queue admits a key's writes within its bounds (config: WRITE_RATE_LIMIT, QUEUE_MAX_BYTES,
+QUEUE_MAX_BYTES_PER_KEY, MIN_FREE_DISK_BYTES), checked in the queue's file so that every worker
+counts the same; the refusals are domain errors with a Retry-After (api/errors.py). A key sees
+its own tasks only (admin keys all of them): a task's error may quote its records.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -16,7 +23,7 @@ from flask_smorest import Blueprint
 from marshmallow import Schema, fields, validate
 from werkzeug.exceptions import UnsupportedMediaType
 
-from searchsvc.api.auth import SECURED, auth, limiter, no_write_limit, write_limit
+from searchsvc.api.auth import SECURED, auth
 from searchsvc.api.record_input import (
     NDJSON,
     DeleteInputSchema,
@@ -25,9 +32,10 @@ from searchsvc.api.record_input import (
     parse_body,
     records_of,
 )
+from searchsvc.config import write_rates
 from searchsvc.domain.errors import InvalidRequest
 from searchsvc.extension import get_queue
-from searchsvc.tasks import KINDS, MAX_TASK_ID, MAX_WAIT_SECONDS, STATUSES, Task
+from searchsvc.tasks import KINDS, MAX_TASK_ID, MAX_WAIT_SECONDS, STATUSES, Task, WriteLimits
 
 blp = Blueprint(
     "writes",
@@ -38,6 +46,11 @@ blp = Blueprint(
 RECORD = "/records/<path:record_id>"
 MAX_TASKS_LISTED = 100
 ACCEPTED_TYPES = ("application/json", NDJSON)
+# A wait beyond MAX_WAITS_PER_KEY is answered at once, with the task as it is, this header
+# saying so, and Retry-After: a client polling again sees the task, and is told when to.
+WAIT_HEADER = "Searchsvc-Wait"
+WAIT_REFUSED_RETRY_SECONDS = 1
+_LIMITS = "searchsvc.write_limits"
 
 
 class TaskErrorSchema(Schema):
@@ -59,6 +72,14 @@ class TaskSchema(Schema):
     enqueued_at = fields.String(required=True)
     started_at = fields.String(required=True, allow_none=True)
     finished_at = fields.String(required=True, allow_none=True)
+    key_id = fields.String(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "Id of the API key that made it (null: the command line); a key "
+            "sees only its own tasks, an admin key all."
+        },
+    )
     result = fields.Dict(
         required=True,
         allow_none=True,
@@ -86,7 +107,10 @@ class TaskArgsSchema(Schema):
         load_default=0.0,
         validate=validate.Range(0, MAX_WAIT_SECONDS),
         metadata={
-            "description": f"Seconds to wait for the task to finish (at most {MAX_WAIT_SECONDS:g})."
+            "description": "Seconds to wait for the task to finish (at most "
+            f"{MAX_WAIT_SECONDS:g}). A key has a few waits at once "
+            "(SEARCHSVC_MAX_WAITS_PER_KEY); beyond them the task "
+            f"is answered at once, with `{WAIT_HEADER}: refused` and Retry-After."
         },
     )
 
@@ -124,7 +148,9 @@ _DELETE_BODY = {
     "required": True,
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeleteInput"}}},
 }
-_WRITE_ERRORS = (400, 401, 403, 413, 415, 429, 503)
+# 429: the key's rate or backlog; 503: the whole queue's backlog (or the queue unusable); 507:
+# the queue's disk below its free-space floor. The last three carry Retry-After.
+_WRITE_ERRORS = (400, 401, 403, 413, 415, 429, 503, 507)
 _READ_ERRORS = (400, 401, 403, 404, 503)
 
 
@@ -142,11 +168,43 @@ def _documented(*statuses: int, body: dict[str, Any] | None = None):
     return decorate
 
 
-def _writing(view):
-    """A write view: the write scope, the per-key rate limit, the write body limit."""
-    # One budget for every write endpoint of a key, not one per endpoint.
-    view = limiter.shared_limit(write_limit, scope="writes", exempt_when=no_write_limit)(view)
-    return auth.login_required(role="write")(view)
+def _writing(view: Callable[..., Response]) -> Callable[..., Response]:
+    """A write view: the write scope, then the queue's bounds checked before the body is read
+    (checked again, and the write counted, when it is enqueued: one budget for every write
+    endpoint of a key, and for every worker)."""
+
+    @functools.wraps(view)
+    def admitted(*args: Any, **kwargs: Any) -> Response:
+        get_queue().admit(_key_id(), _limits(), request.content_length or 0)
+        return view(*args, **kwargs)
+
+    return auth.login_required(role="write")(admitted)
+
+
+def _key_id() -> str:
+    """The id of the request's API key (login_required has checked it)."""
+    return str(auth.current_user().id)
+
+
+def _visible_to() -> str | None:
+    """Whose tasks the request's key sees: its own, or all (None) for an admin key."""
+    key = auth.current_user()
+    return None if "admin" in key.scopes else str(key.id)
+
+
+def _limits() -> WriteLimits:
+    """The app's bounds of the queue, made once from its settings (checked at start-up)."""
+    limits = current_app.extensions.get(_LIMITS)
+    if limits is None:
+        config = current_app.config
+        limits = WriteLimits(
+            max_bytes=config["QUEUE_MAX_BYTES"],
+            max_bytes_per_key=config["QUEUE_MAX_BYTES_PER_KEY"],
+            min_free_disk_bytes=config["MIN_FREE_DISK_BYTES"],
+            rates=write_rates(config["WRITE_RATE_LIMIT"]),
+        )
+        current_app.extensions[_LIMITS] = limits
+    return limits
 
 
 def _accepted(task: Task) -> Response:
@@ -183,7 +241,7 @@ def add_records() -> Response:
     """
     body, content_type = _body()
     records = records_of(parse_body(body, content_type, _max_records()))
-    return _accepted(get_queue().enqueue_upserts(records))
+    return _accepted(get_queue().enqueue_upserts(records, owner=_key_id(), limits=_limits()))
 
 
 @blp.route(RECORD, methods=["PUT"])
@@ -196,16 +254,18 @@ def put_record(record_id: str) -> Response:
     values = parse_body(body, content_type, 1)
     if len(values) != 1 or not isinstance(values[0], dict):
         raise InvalidRequest("PUT takes one record, a JSON object")
-    return _accepted(get_queue().enqueue_upserts(records_of(values, path_id=record_id)))
+    records = records_of(values, path_id=record_id)
+    return _accepted(get_queue().enqueue_upserts(records, owner=_key_id(), limits=_limits()))
 
 
 @blp.route(RECORD, methods=["DELETE"])
-@_documented(400, 401, 403, 429, 503)
+@_documented(400, 401, 403, 429, 503, 507)
 @blp.response(202, TaskSchema)
 @_writing
 def delete_record(record_id: str) -> Response:
     """Delete the record with this id (a task that deletes nothing when there is none)."""
-    return _accepted(get_queue().enqueue_deletes(ids_of([record_id], 1)))
+    ids = ids_of([record_id], 1)
+    return _accepted(get_queue().enqueue_deletes(ids, owner=_key_id(), limits=_limits()))
 
 
 @blp.route("/records/delete", methods=["POST"])
@@ -219,7 +279,7 @@ def delete_records() -> Response:
         raise InvalidRequest('send the ids as JSON: {"ids": [...]}')
     values = parse_body(body, content_type, 1)
     ids = ids_of(values[0] if len(values) == 1 else values, _max_records())
-    return _accepted(get_queue().enqueue_deletes(ids))
+    return _accepted(get_queue().enqueue_deletes(ids, owner=_key_id(), limits=_limits()))
 
 
 @blp.route("/tasks/<int:task_id>")
@@ -228,11 +288,25 @@ def delete_records() -> Response:
 @blp.response(200, TaskSchema)
 @auth.login_required(role="write")
 def task(args: dict[str, Any], task_id: int) -> Response:
-    """A write task: enqueued, processing, succeeded or failed (`wait` for it to finish)."""
+    """A write task: enqueued, processing, succeeded or failed (`wait` for it to finish).
+
+    A key sees its own tasks (another key's is not found); an admin key sees all."""
     queue = get_queue()
-    found = queue.wait(task_id, args["wait"]) if args["wait"] else queue.get(task_id)
+    visible_to = _visible_to()
+    found = queue.get(task_id, visible_to)
+    refused = False
+    if args["wait"] and not found.done:
+        # A waiting request holds a sync worker: a key gets a few at once, across workers.
+        with queue.wait_slot(_key_id(), current_app.config["MAX_WAITS_PER_KEY"]) as slot:
+            if slot:
+                found = queue.wait(task_id, args["wait"], visible_to)
+            else:
+                refused = True
     response = jsonify(found.to_dict())
     response.headers["Cache-Control"] = "no-store"
+    if refused:
+        response.headers[WAIT_HEADER] = "refused"
+        response.headers["Retry-After"] = str(WAIT_REFUSED_RETRY_SECONDS)
     return response
 
 
@@ -242,8 +316,8 @@ def task(args: dict[str, Any], task_id: int) -> Response:
 @blp.response(200, TaskListSchema)
 @auth.login_required(role="write")
 def tasks(args: dict[str, Any]) -> Response:
-    """Write tasks, newest first, of one status or all."""
-    found = get_queue().tasks(args["status"], args["limit"] + 1, args["before"])
+    """Write tasks, newest first, of one status or all: the key's own (an admin key's: all)."""
+    found = get_queue().tasks(args["status"], args["limit"] + 1, args["before"], _visible_to())
     page = found[: args["limit"]]
     next_before = page[-1].id if len(found) > args["limit"] else None
     response = jsonify({"tasks": [t.to_dict() for t in page], "next_before": next_before})

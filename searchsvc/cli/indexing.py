@@ -35,7 +35,8 @@ MAX_SKIPPED_SHOWN = 20
 @click.option(
     "--replace",
     is_flag=True,
-    help="Rebuild without the records written through the API (kept by default).",
+    help="Rebuild from the sources alone: without the records written through the API, and "
+    "with those it deleted (by default the first are kept, the second left out).",
 )
 @tasks_db_option
 @click.option(
@@ -80,8 +81,9 @@ def index(
     """Build the index from SOURCE files or directories (seed pages, arXiv JSON, JSON lines).
 
     The new index is written beside the live one and swapped in when complete. Records written
-    through the API are kept (they replace records of the sources with the same id) unless
-    --replace is given; writes queued meanwhile are applied after the swap.
+    through the API are kept (they replace records of the sources with the same id), and ids
+    deleted through the API are left out, unless --replace is given; writes queued meanwhile
+    are applied after the swap.
 
     With --update, the records are added to the live index through the task queue, in order
     with the API's writes, replacing those with the same id (the index is created if there is
@@ -130,6 +132,8 @@ def summary_line(summary: BuildSummary, index: str) -> str:
     """`read 36, indexed 33, merged 3, skipped 0 in 0.4 s (90 records/s) -> index/`."""
     replaced = f" ({summary.replaced} replaced)" if summary.replaced else ""
     kept = f" (and {summary.kept_written} written through the API)" if summary.kept_written else ""
+    if summary.left_out_deleted:
+        kept += f" ({summary.left_out_deleted} deleted through the API left out)"
     return (
         f"read {summary.read}, indexed {summary.indexed}{replaced}{kept}, "
         f"merged {summary.merged}, "

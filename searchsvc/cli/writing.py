@@ -9,6 +9,7 @@ import threading
 
 import click
 
+from searchsvc import config
 from searchsvc.cli.common import index_option, reports_errors, tasks_db_option
 from searchsvc.service import SearchService
 from searchsvc.tasks import TaskQueue, queue_path
@@ -39,9 +40,16 @@ def writer(index: str, tasks_db: str) -> None:
             err=True,
         )
 
+    # The service's settings (SEARCHSVC_WRITER_BATCH_BYTES, SEARCHSVC_TASK_RETENTION_DAYS).
+    settings = config.load({"INDEX": index})
     with SearchService.open(index) as service:
         click.echo(f"writer for {service.location} (queue {queue.path})", err=True)
-        service.task_writer(queue, on_batch=report).serve(stop)
+        service.task_writer(
+            queue,
+            on_batch=report,
+            batch_bytes=settings["WRITER_BATCH_BYTES"],
+            retention_days=settings["TASK_RETENTION_DAYS"],
+        ).serve(stop)
 
 
 @click.group()

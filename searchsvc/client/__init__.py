@@ -33,7 +33,7 @@ from searchsvc.client.errors import (
     error_from,
     in_bulk,
 )
-from searchsvc.domain.errors import SearchsvcError
+from searchsvc.domain.errors import KeyQueueFull, QueueFull, SearchsvcError
 from searchsvc.domain.query import (
     AuthorView,
     FacetValue,
@@ -65,6 +65,14 @@ RECORDS_PER_REQUEST = 5_000
 # Longest one `?wait=` request of `wait`: the most the service allows (MAX_WAIT_SECONDS, kept
 # well under gunicorn's 30 s worker timeout).
 WAIT_SLICE_SECONDS = MAX_WAIT_SECONDS
+# The pause before asking again when the service answered a wait at once with the task still
+# unfinished (it bounds the waits of a key: `Searchsvc-Wait: refused`), rather than asking in a
+# tight loop.
+WAIT_REFUSED_PAUSE_SECONDS = 1.0
+# How long a bulk `add` waits in all, between its requests, for the service's queue to make room
+# (a 429 or 503 of a full backlog, saying when to retry) before it raises: a load larger than
+# the queue takes is paced to the writer.
+BACKLOG_PATIENCE_SECONDS = 300.0
 NDJSON = "application/x-ndjson"
 # A record to write: a Record, or a dict in its export format (`Record.to_dict()`).
 RecordInput: TypeAlias = Record | Mapping[str, Any]
@@ -154,7 +162,9 @@ class SearchClient:
         request. The service validates each request whole and queues all of it or nothing: a
         bad record raises InvalidRequest with `details["errors"]` giving each bad record's
         `position` in `records`, `field` and `reason`. When a later request fails, the earlier
-        ones stay queued: the exception's `details["queued"]` lists their tasks.
+        ones stay queued: the exception's `details["queued"]` lists their tasks. A bulk load
+        that the service's queue cannot hold yet (KeyQueueFull, QueueFull) waits for room, as
+        the service says, up to BACKLOG_PATIENCE_SECONDS in all.
         """
         chunks = _chunks(_record_dicts(records), RECORDS_PER_REQUEST)
         first = next(chunks, [])
@@ -163,10 +173,11 @@ class SearchClient:
             return [self._write("POST", "/api/v1/records", orjson.dumps(first))]
         tasks: list[Task] = []
         start = 0
+        patience = [BACKLOG_PATIENCE_SECONDS]
         for chunk in itertools.chain((first, second), chunks):
             body = b"".join(orjson.dumps(record) + b"\n" for record in chunk)
             try:
-                tasks.append(self._write("POST", "/api/v1/records", body, NDJSON))
+                tasks.append(self._paced_write(body, patience))
             except SearchsvcError as exc:
                 raise in_bulk(exc, start, start + len(chunk), tasks) from None
             start += len(chunk)
@@ -192,6 +203,7 @@ class SearchClient:
         deadline = time.monotonic() + timeout
         while True:
             seconds = min(max(0.0, deadline - time.monotonic()), WAIT_SLICE_SECONDS)
+            asked = time.monotonic()
             # The service answers after up to `seconds`: allow for them.
             found = decoding.task(
                 self._get(
@@ -204,6 +216,9 @@ class SearchClient:
                 raise TaskTimeout(
                     f"task {task_id} is still {found.status} after {timeout:g} s", found
                 )
+            if time.monotonic() - asked < seconds / 2:
+                # Answered without the wait (this key's other waits hold its share).
+                time.sleep(min(WAIT_REFUSED_PAUSE_SECONDS, max(0.0, deadline - time.monotonic())))
 
     def close(self) -> None:
         self.session.close()
@@ -213,6 +228,20 @@ class SearchClient:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+    def _paced_write(self, body: bytes, patience: list[float]) -> Task:
+        """POST an NDJSON piece of a bulk load, waiting while the service's queue is full, as
+        long as `patience[0]` seconds (what is left of them is kept there)."""
+        while True:
+            try:
+                return self._write("POST", "/api/v1/records", body, NDJSON)
+            except (KeyQueueFull, QueueFull) as exc:
+                retry_after = exc.details.get("retry_after")
+                pause = float(retry_after) if isinstance(retry_after, int | float) else 1.0
+                if pause > patience[0]:
+                    raise
+                patience[0] -= pause
+                time.sleep(pause)
 
     def _get(self, path: str, params: Any = None, timeout: float | None = None) -> Any:
         return self._request("GET", path, params=params, timeout=timeout)

@@ -9,9 +9,12 @@ import requests
 from searchsvc.domain.errors import (
     BuildInProgress,
     IndexUnavailable,
+    InsufficientStorage,
     InvalidRequest,
+    KeyQueueFull,
     PayloadTooLarge,
     QueryError,
+    QueueFull,
     RecordNotFound,
     SearchsvcError,
     TaskNotFound,
@@ -73,6 +76,9 @@ ERROR_OF_CODE: dict[str, type[SearchsvcError]] = {
         TaskNotFound,
         TaskQueueUnavailable,
         PayloadTooLarge,
+        QueueFull,
+        KeyQueueFull,
+        InsufficientStorage,
         AuthenticationError,
         PermissionDenied,
         RateLimited,
@@ -92,7 +98,7 @@ def error_from(response: requests.Response) -> SearchsvcError:
     exception = ERROR_OF_CODE.get(code, ServiceError)(message)
     exception.details = {**details, "status": response.status_code}
     retry_after = response.headers.get("Retry-After", "")
-    if retry_after.isdigit():  # 429 and 503 say when to try again
+    if retry_after.isdigit():  # 429, 503 and 507 say when to try again
         exception.details["retry_after"] = int(retry_after)
     return exception
 

@@ -8,6 +8,9 @@ class SearchsvcError(Exception):
     # The message with what only a local user should see (the index's path): the command line
     # prints it when there is one; HTTP answers send `message`, which never names a path.
     local_message: str | None = None
+    # Seconds after which the same request may succeed, for a refusal that passes (a bound of
+    # the write queue): HTTP answers send it as Retry-After.
+    retry_after: int | None = None
 
     def __init__(self, message: str, **details: object) -> None:
         super().__init__(message)
@@ -86,6 +89,42 @@ class TaskQueueUnavailable(SearchsvcError):
     """The task queue's database cannot be read or written (disk full, read-only, damaged)."""
 
     code = "task_queue_unavailable"
+
+
+class _Refusal(SearchsvcError):
+    """A write refused by a bound that passes with time: `retry_after` says when to retry."""
+
+    def __init__(self, message: str, retry_after: int | None = None, **details: object) -> None:
+        if retry_after is not None:
+            details["retry_after"] = retry_after
+        super().__init__(message, **details)
+        self.retry_after = retry_after
+
+
+class QueueFull(_Refusal):
+    """The write queue holds as many bytes as it may (QUEUE_MAX_BYTES): the service is behind."""
+
+    code = "queue_full"
+
+
+class KeyQueueFull(_Refusal):
+    """This API key's writes waiting in the queue reach its share (QUEUE_MAX_BYTES_PER_KEY)."""
+
+    code = "key_queue_full"
+
+
+class InsufficientStorage(_Refusal):
+    """The disk of the write queue is below its free-space floor (MIN_FREE_DISK_BYTES): no
+    write is acknowledged that could not be kept."""
+
+    code = "insufficient_storage"
+
+
+class WriteRateExceeded(_Refusal):
+    """This API key made as many writes as WRITE_RATE_LIMIT allows in the current window."""
+
+    # The code HTTP gives a 429, which clients already know.
+    code = "too_many_requests"
 
 
 class PayloadTooLarge(SearchsvcError):

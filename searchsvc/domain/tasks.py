@@ -29,6 +29,9 @@ class Task:
     finished_at: str | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    # The API key that made it (its id): only that key and admin keys see the task. None for
+    # the command line's tasks, and for those queued before tasks had owners.
+    key_id: str | None = None
 
     @property
     def done(self) -> bool:
@@ -46,4 +49,5 @@ class Task:
             "finished_at": self.finished_at,
             "result": self.result,
             "error": self.error,
+            "key_id": self.key_id,
         }

@@ -6,16 +6,20 @@ from __future__ import annotations
 from searchsvc.domain.errors import (
     BuildInProgress,
     IndexUnavailable,
+    InsufficientStorage,
     InvalidRequest,
+    KeyQueueFull,
     ModelUnavailable,
     ModeUnavailable,
     PayloadTooLarge,
     QueryError,
+    QueueFull,
     RecordNotFound,
     SearchsvcError,
     TaskNotFound,
     TaskQueueUnavailable,
     UnknownFacet,
+    WriteRateExceeded,
 )
 
 # Any other SearchsvcError is a failure of the service (500).
@@ -27,10 +31,17 @@ STATUS_OF_ERROR: dict[type[SearchsvcError], int] = {
     TaskNotFound: 404,
     ModeUnavailable: 409,
     PayloadTooLarge: 413,
+    # The client's own writes are too many or too far ahead of the writer: it should slow down.
+    WriteRateExceeded: 429,
+    KeyQueueFull: 429,
     IndexUnavailable: 503,
     ModelUnavailable: 503,
     BuildInProgress: 503,
     TaskQueueUnavailable: 503,
+    # The service is behind on every key's writes.
+    QueueFull: 503,
+    # The queue's disk is nearly full: an operator's matter, told apart from load (503).
+    InsufficientStorage: 507,
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +54,8 @@ class BuildSummary:
     replaced: int = 0
     # Build only: records written through the API that the build kept (not in the sources).
     kept_written: int = 0
+    # Build only: records of the sources left out, their ids deleted through the API.
+    left_out_deleted: int = 0
     # Update through the task queue: the task that carried the records.
     task_id: int | None = None
 
@@ -73,6 +75,7 @@ class BuildSummary:
             "records_per_second": round(self.records_per_second, 1),
             "writer": self.writer,
             "kept_written": self.kept_written,
+            "left_out_deleted": self.left_out_deleted,
             "task_id": self.task_id,
         }
 
@@ -94,8 +97,9 @@ class _Collected:
     def merged(self) -> int:
         return self.records.merged
 
-    def seal(self) -> _Collected:
-        self.records.seal()
+    def seal(self, leave_out: Collection[str] = ()) -> _Collected:
+        """Deduplicate, leaving out the records of the ids in `leave_out` (RecordSpill.seal)."""
+        self.records.seal(leave_out)
         self.read_until = time.perf_counter()
         return self
 
@@ -127,9 +131,10 @@ def build_index(
     the records are spilled to a file in the temporary directory ($TMPDIR) while they are read.
 
     With the index's task `queue`, the build holds the queue's writer off while it runs (queued
-    writes are applied after the swap, to the new index) and keeps the records written through
-    the API, which files cannot know about: they replace records of the sources with the same
-    id. `replace` drops them instead, and the queue forgets them.
+    writes are applied after the swap, to the new index) and keeps what was done through the
+    API, which files cannot know about: the records written replace records of the sources with
+    the same id, and the ids deleted (tombstones, until written again) are left out. `replace`
+    builds from the sources alone instead, and the queue forgets both.
     """
     started = time.perf_counter()
     with _opened(index) as backend:
@@ -142,17 +147,21 @@ def build_index(
                 return _build(backend, collected, started, metadata, writing)
             with queue.apply_lock():
                 kept = 0
+                deleted: set[str] = set()
                 if not replace:
                     # Written records replace source records of their id, and are never folded
                     # with another by title or arXiv version.
                     for record in _written_records(backend, queue):
                         collected.records.add(record, folds=False)
                         kept += 1
-                collected.seal()
+                    deleted = queue.deleted_ids()
+                collected.seal(leave_out=deleted)
                 summary = _build(backend, collected, started, metadata, writing)
                 if replace:
                     queue.forget_written()
-            return dataclasses.replace(summary, kept_written=kept)
+                    queue.forget_deleted()
+            left_out = collected.records.left_out
+            return dataclasses.replace(summary, kept_written=kept, left_out_deleted=left_out)
 
 
 def _written_records(backend: SearchBackend, queue: TaskQueue) -> Iterator[Record]:

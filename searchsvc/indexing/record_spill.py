@@ -20,7 +20,7 @@ import marshal
 import os
 import tempfile
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import overload
 
 import numpy as np
@@ -69,6 +69,7 @@ class RecordSpill(UniqueRecords):
         self._unfolded: set[int] = set()
         self.read = 0  # records added
         self.merged = 0  # sightings folded into an earlier one (Deduplicator.merged)
+        self.left_out = 0  # records left out by `seal(leave_out=...)`
 
     # -- writing -----------------------------------------------------------------------------
     def add(self, record: Record, folds: bool = True) -> None:
@@ -96,8 +97,9 @@ class RecordSpill(UniqueRecords):
             self._block_ends.append(self._block_ends[-1] + len(block))
             self._pending = []
 
-    def seal(self) -> RecordSpill:
-        """Finish writing and deduplicate; returns self."""
+    def seal(self, leave_out: Collection[str] = ()) -> RecordSpill:
+        """Finish writing and deduplicate, leaving out the records whose id (once folded) is
+        in `leave_out` (ids deleted through the API); returns self."""
         self._flush()
         keys = np.frombuffer(self._key_hashes, dtype=np.int64)
         ids = np.frombuffer(self._id_hashes, dtype=np.int64)
@@ -105,6 +107,10 @@ class RecordSpill(UniqueRecords):
         dropped = self._resolve(involved.tolist())
         kept = np.ones(self.read, dtype=bool)
         kept[dropped] = False
+        if leave_out:
+            left_out = self._left_out(ids, kept, set(leave_out))
+            kept[left_out] = False
+            self.left_out = len(left_out)
         dtype = np.int32 if self.read < 2**31 else np.int64
         self._positions = np.flatnonzero(kept).astype(dtype)
         self._key_hashes = self._id_hashes = array("q")
@@ -136,6 +142,20 @@ class RecordSpill(UniqueRecords):
             if record is not records[anchor]:
                 self._replaced[anchor] = record
         return [p for p in involved if p not in survivors]
+
+    def _left_out(self, ids: np.ndarray, kept: np.ndarray, leave_out: set[str]) -> list[int]:
+        """The kept positions whose record, as folded, has an id of `leave_out`: found by hash
+        (and among the folded ones, whose id may be another's), checked on the records."""
+        hashes = np.fromiter((_hash(i) for i in leave_out), dtype=np.int64, count=len(leave_out))
+        candidates = np.zeros(self.read, dtype=bool)
+        candidates[np.flatnonzero(np.isin(ids, hashes))] = True
+        candidates[list(self._replaced)] = True
+        positions = np.flatnonzero(candidates & kept)
+        return [
+            position
+            for position, record in zip(positions.tolist(), self._records(positions), strict=True)
+            if record.id in leave_out
+        ]
 
     def _key(self, position: int, record: Record) -> str:
         if position in self._unfolded:

@@ -65,6 +65,14 @@ errorlog = "-"
 # and the client's address is the X-Real-IP header nginx sets.
 _client = "%({x-real-ip}i)s" if os.environ.get("SEARCHSVC_BEHIND_FRONT") == "1" else "%(h)s"
 access_log_format = _client + ' "%(r)s" %(s)s %(b)s %(L)ss "%(a)s"'
+# Who may say, in X-Forwarded-Proto (and gunicorn's other forwarding headers), that a request
+# came over https: nobody on a TCP connection, however local (gunicorn trusts 127.0.0.1 by
+# default, which is any process or user of the machine), so that only the front is believed.
+# `searchsvc serve` connects nginx over a unix socket in its private run directory, and gunicorn
+# always trusts a unix socket's peer; nginx sets the header itself, from its own connection.
+# FORWARDED_ALLOW_IPS, gunicorn's own variable, names a proxy of your own in front of gunicorn
+# alone. Links the app makes for others (the feeds') do not depend on it: PUBLIC_URL.
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "")
 # No `gunicornc` control socket: its default path is shared by every gunicorn of the user.
 control_socket_disable = True
 # The worker heartbeat file on tmpfs when there is one (Docker's /tmp may be an overlay disk).

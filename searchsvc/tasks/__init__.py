@@ -20,6 +20,7 @@ from searchsvc.tasks.queue import (
     ClaimedTask,
     Task,
     TaskQueue,
+    WriteLimits,
 )
 from searchsvc.tasks.writer import TaskWriter
 
@@ -35,6 +36,7 @@ __all__ = [
     "Task",
     "TaskQueue",
     "TaskWriter",
+    "WriteLimits",
     "queue_path",
     "queue_path_if_any",
 ]

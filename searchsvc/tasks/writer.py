@@ -6,11 +6,18 @@ lock elects one of them (writer_role), and when it dies (even by SIGKILL) the ke
 lock and another takes over within a poll. The gunicorn workers each run a candidate thread, so
 the writer starts and restarts with the service; `searchsvc writer` runs one on its own.
 
-A batch is the oldest enqueued tasks, up to `batch_records` records and ids: their operations
-folded in task order (a later upsert or delete of an id wins), written in one atomic engine
-commit, then marked succeeded together. A crash between the commit and the marking leaves the
-tasks `processing`; the next claim takes them again first and applies them again, which changes
-nothing (upserts and deletes by id are idempotent), so no acknowledged write is lost.
+A batch is the oldest enqueued tasks, up to `batch_records` records and ids and `batch_bytes`
+bytes of payloads: their operations folded in task order (a later upsert or delete of an id
+wins), written in one atomic engine commit, then marked succeeded together. A crash between the
+commit and the marking leaves the tasks `processing`; the next claim takes them again first and
+applies them again, which changes nothing (upserts and deletes by id are idempotent), so no
+acknowledged write is lost.
+
+A task the engine refuses fails with the engine's reason. A failure of the surroundings
+(TRANSIENT_ERRORS) keeps the tasks queued for as long as it lasts. Any other failure is retried
+too, but it may be the task's own (a record that trips an engine bug): after MAX_ATTEMPTS of
+them the task is dead-lettered (failed, its error kept), so that one task does not hold up
+every write behind it. The writer also deletes finished tasks after `retention_days`.
 """
 
 from __future__ import annotations
@@ -41,6 +48,16 @@ log = logging.getLogger(__name__)
 # Records and ids applied in one engine commit at most: bounds the writer's memory and the time
 # a batch takes, while bulk loads still pay the commit's fixed cost once per thousands.
 BATCH_RECORDS = 10_000
+# Bytes of payloads in one batch at most (a task larger than that goes alone): 10,000 records
+# of a few megabytes each made a batch of gigabytes, whose writer was killed, and the batch
+# claimed again by the next: a crash loop. Records take a few times their JSON in memory.
+BATCH_BYTES = 64 * 1024 * 1024
+# Unforeseen failures of a task (not TRANSIENT_ERRORS, not a refusal) before it is failed.
+MAX_ATTEMPTS = 3
+# Finished tasks are deleted this many days after they finished (0: never).
+RETENTION_DAYS = 7
+# How often the writer deletes the finished tasks past their retention.
+PRUNE_SECONDS = 600.0
 # How often an idle writer looks for new tasks, and a candidate for a vacant writer role.
 POLL_SECONDS = 0.05
 ELECTION_SECONDS = 1.0
@@ -71,10 +88,14 @@ class TaskWriter:
         backend: SearchBackend,
         batch_records: int = BATCH_RECORDS,
         on_batch: Callable[[dict[str, Any]], None] | None = None,
+        batch_bytes: int = BATCH_BYTES,
+        retention_days: int = RETENTION_DAYS,
     ) -> None:
         self.queue = queue
         self.backend = backend
         self.batch_records = batch_records
+        self.batch_bytes = batch_bytes
+        self.retention_days = retention_days
         self.on_batch = on_batch
 
     def apply_next_batch(self) -> int:
@@ -84,7 +105,7 @@ class TaskWriter:
         cannot take them now. The caller must hold the writer role.
         """
         with self.queue.apply_lock():
-            claimed = self.queue.claim(self.batch_records)
+            claimed = self.queue.claim(self.batch_records, self.batch_bytes)
             if not claimed:
                 return 0
             try:
@@ -129,6 +150,25 @@ class TaskWriter:
             for item in applicable:
                 self._apply([item])
             return
+        except Exception as exc:
+            if len(applicable) > 1:
+                # Perhaps one task's doing: one by one, those before it are applied, and the
+                # failure is counted against it alone.
+                for item in applicable:
+                    self._apply([item])
+                return
+            attempts = self.queue.count_attempt(applicable[0])
+            if attempts < MAX_ATTEMPTS:
+                raise
+            log.error(
+                "writer: task %d failed %d times, given up: %s",
+                applicable[0].task.id,
+                attempts,
+                exc,
+                exc_info=exc,
+            )
+            self.queue.fail(applicable[0], _gave_up(exc, attempts))
+            return
         self.queue.succeed(applicable, batch)
         if self.on_batch:
             self.on_batch(batch)
@@ -168,7 +208,11 @@ class TaskWriter:
 
     def _serve_as_writer(self, stop: threading.Event) -> None:
         failures = 0
+        next_prune = time.monotonic()
         while not stop.is_set():
+            if time.monotonic() >= next_prune:
+                self._prune()
+                next_prune = time.monotonic() + PRUNE_SECONDS
             try:
                 finished = self.apply_next_batch()
                 failures = 0
@@ -184,6 +228,18 @@ class TaskWriter:
                 continue
             if not finished:
                 stop.wait(POLL_SECONDS)
+
+    def _prune(self) -> None:
+        try:
+            pruned = self.queue.prune(self.retention_days)
+        except TaskQueueUnavailable as exc:
+            # Tried again at the next prune; writes go on meanwhile.
+            log.warning("writer: finished tasks not pruned: %s", exc.message)
+            return
+        if pruned:
+            log.info(
+                "writer: pruned %d tasks finished over %d days ago", pruned, self.retention_days
+            )
 
     def apply_until_done(self, task_id: int) -> Task:
         """The task `task_id` once it is done: applied by this writer while no other process
@@ -226,6 +282,20 @@ def _invalid_records(item: ClaimedTask) -> SearchsvcError:
     return InvalidRequest(
         f"{len(item.problems)} records of task {item.task.id} are invalid",
         errors=item.problems,
+    )
+
+
+class DeadLetter(SearchsvcError):
+    """The error of a task the writer gave up on after MAX_ATTEMPTS unforeseen failures."""
+
+    code = "dead_letter"
+
+
+def _gave_up(exc: BaseException, attempts: int) -> SearchsvcError:
+    return DeadLetter(
+        f"the writer gave up on this task after {attempts} failed attempts: "
+        f"{type(exc).__name__}: {exc}",
+        attempts=attempts,
     )
 
 

@@ -1,5 +1,6 @@
-"""The ids of the records written through the API, kept in the queue's file: a rebuild from
-source files keeps those records (indexer.py), and an API delete forgets its ids."""
+"""The ids of the records written and deleted through the API, kept in the queue's file: a
+rebuild from source files keeps the records written (indexer.py), and leaves out the ids deleted
+(tombstones) until they are written again."""
 
 from __future__ import annotations
 
@@ -34,4 +35,31 @@ def remember_written(
     else:
         connection.executemany(
             "DELETE FROM written_records WHERE id = ?", [(record_id,) for record_id in ids]
+        )
+
+
+def deleted_ids(database: QueueDatabase) -> set[str]:
+    """Ids deleted through the API and not written since (tombstones)."""
+    return {row["id"] for row in database.query("SELECT id FROM deleted_records")}
+
+
+def forget_deleted(database: QueueDatabase) -> None:
+    """Forget them all (a rebuild from the files alone, `--replace`)."""
+    with database.transaction() as connection:
+        connection.execute("DELETE FROM deleted_records")
+
+
+def remember_deleted(
+    connection: sqlite3.Connection, kind: str, records: Iterable[Record], ids: Iterable[str]
+) -> None:
+    """Within the transaction that marks a task succeeded (of any origin): its deleted ids are
+    tombstoned, its upserted ids are not (written again)."""
+    if kind == "upsert":
+        connection.executemany(
+            "DELETE FROM deleted_records WHERE id = ?", [(record.id,) for record in records]
+        )
+    else:
+        connection.executemany(
+            "INSERT OR IGNORE INTO deleted_records (id) VALUES (?)",
+            [(record_id,) for record_id in ids],
         )

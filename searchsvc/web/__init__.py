@@ -13,6 +13,8 @@ from searchsvc.web.views import bp
 # for both: http/status.py); the messages under them are written for people.
 _TITLES = {
     400: "That search address is not valid",
+    401: "This search needs a key",
+    403: "This key cannot read here",
     404: "Not found",
     413: "That search is too long",
     414: "That search is too long",
@@ -39,10 +41,14 @@ def _domain_error(error: SearchsvcError) -> tuple[str, int]:
 
 
 @bp.errorhandler(HTTPException)
-def _http_error(error: HTTPException) -> tuple[str, int]:
+def _http_error(error: HTTPException) -> tuple[str, int, list[tuple[str, str]]]:
     status = error.code or 500
     title = _TITLES.get(status, error.name) if status != 400 else error.name
-    return render_template("web/error.html", status=status, title=title, error=None), status
+    # The exception's own headers (a 401's challenge, which makes the browser ask for the key;
+    # a 405's Allow), the page's type aside.
+    headers = [(k, v) for k, v in error.get_headers() if k.lower() != "content-type"]
+    page = render_template("web/error.html", status=status, title=title, error=None)
+    return page, status, headers
 
 
 @bp.errorhandler(Exception)

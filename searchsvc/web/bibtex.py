@@ -22,6 +22,8 @@ _ESCAPES = {
 }
 _SPECIAL = re.compile("|".join(re.escape(ch) for ch in _ESCAPES))
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9]+")
+# Fields whose capitalisation BibTeX styles must not change.
+CASE_KEPT = frozenset({"title"})
 
 
 def escape(text: str) -> str:
@@ -42,27 +44,38 @@ def _ascii(text: str) -> str:
 
 
 def to_bibtex(record: Record) -> str:
-    """The record as one BibTeX entry (UTF-8 text; biber and modern BibTeX read it)."""
+    """The record as one BibTeX entry (UTF-8 text; biber and modern BibTeX read it).
+
+    Every field's value is escaped by the one rule (`escape`), in the one place the entry is
+    written: the URL and the DOI too, since any field may hold a `%` (which begins a TeX comment
+    that swallows the rest of the line, closing brace included) or a `\\` (which begins a
+    command).
+    """
     fields: list[tuple[str, str]] = [
-        # Double braces keep the title's capitalisation (acronyms, names).
-        ("title", "{" + escape(record.title) + "}"),
-        ("author", " and ".join(escape(name) for name in record.authors)),
+        ("title", record.title),
+        ("author", " and ".join(record.authors)),
         ("year", str(record.year) if record.year else ""),
     ]
     if record.journal_ref:
-        fields.append(("journal", escape(record.journal_ref)))
+        fields.append(("journal", record.journal_ref))
     if is_arxiv_id(record.id):
         fields += [("eprint", record.id), ("archivePrefix", "arXiv")]
         if record.primary_category:
-            fields.append(("primaryClass", escape(record.primary_category)))
+            fields.append(("primaryClass", record.primary_category))
     if record.doi:
-        fields.append(("doi", escape(record.doi)))
+        fields.append(("doi", record.doi))
     if record.url:
-        fields.append(("url", record.url.replace("}", "%7D").replace("{", "%7B")))
+        fields.append(("url", record.url))
     if record.comments:
-        fields.append(("note", escape(record.comments)))
+        fields.append(("note", record.comments))
     if record.abstract:
-        fields.append(("abstract", escape(record.abstract)))
+        fields.append(("abstract", record.abstract))
     kind = "article" if record.journal_ref else "misc"
-    body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields if value)
+    body = ",\n".join(f"  {name} = {{{_value(name, value)}}}" for name, value in fields if value)
     return f"@{kind}{{{citation_key(record)},\n{body}\n}}\n"
+
+
+def _value(name: str, value: str) -> str:
+    escaped = escape(value)
+    # Double braces keep the title's capitalisation (acronyms, names).
+    return "{" + escaped + "}" if name in CASE_KEPT else escaped

@@ -63,3 +63,28 @@ def test_a_location_naming_no_engine_is_refused_at_start():
     with pytest.raises(InvalidLocation, match="unknown index location scheme nosuch://"):
         config.load({"INDEX": "nosuch://host/x"}, environ={})
     assert config.load({"INDEX": "whoosh:///srv/x"}, environ={})["INDEX"] == "whoosh:///srv/x"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "QUEUE_MAX_BYTES",
+        "QUEUE_MAX_BYTES_PER_KEY",
+        "MIN_FREE_DISK_BYTES",
+        "TASK_RETENTION_DAYS",
+        "WRITER_BATCH_BYTES",
+        "MAX_WAITS_PER_KEY",
+    ],
+)
+def test_the_queue_bounds_refuse_negative_values_at_start(name):
+    with pytest.raises(ValueError, match=f"SEARCHSVC_{name}=-1: expected 0 .no bound. or more"):
+        config.load(environ={f"SEARCHSVC_{name}": "-1"})
+    with pytest.raises(ValueError, match=f"SEARCHSVC_{name}=-5"):
+        config.load({name: -5}, environ={})
+    assert config.load(environ={f"SEARCHSVC_{name}": "0"})[name] == 0
+
+
+def test_a_malformed_write_rate_limit_is_refused_at_start():
+    with pytest.raises(ValueError, match="SEARCHSVC_WRITE_RATE_LIMIT='often'"):
+        config.load(environ={"SEARCHSVC_WRITE_RATE_LIMIT": "often"})
+    assert config.load(environ={"SEARCHSVC_WRITE_RATE_LIMIT": ""})["WRITE_RATE_LIMIT"] == ""

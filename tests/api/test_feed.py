@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gzip
 from datetime import datetime
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from xml.etree import ElementTree
 
 import pytest
@@ -28,11 +28,11 @@ def feed(client, query_string=None, **headers) -> ElementTree.Element:
 
 
 def entry_ids(root: ElementTree.Element) -> list[str]:
-    """The record id of each entry, read from its id (the record page's URL)."""
-    prefix = "http://localhost/records/"
+    """The record id of each entry, read from its id (a URN of the record's id)."""
+    prefix = "urn:searchsvc:record:"
     ids = [entry.findtext("atom:id", namespaces=NS) for entry in root.iterfind("atom:entry", NS)]
     assert all(i.startswith(prefix) for i in ids), ids
-    return [i.removeprefix(prefix) for i in ids]
+    return [unquote(i.removeprefix(prefix)) for i in ids]
 
 
 def newest_first(client, query_string) -> dict:
@@ -85,11 +85,12 @@ def test_the_feed_names_the_search_and_links_to_itself_and_to_the_web_page(seed_
     links = {link.get("rel"): link for link in root.iterfind("atom:link", NS)}
     self_url = links["self"].get("href")
     assert links["self"].get("type") == "application/atom+xml"
-    # The canonical URL of the search, whatever order its parameters came in.
-    assert self_url == (
-        "http://localhost/api/v1/search.atom?q=learning&category=cs.DC&year_from=2021"
+    # The canonical URL of the search, whatever order its parameters came in; relative, as no
+    # public URL is set (the client's Host header names no link).
+    assert self_url == "/api/v1/search.atom?q=learning&category=cs.DC&year_from=2021"
+    assert root.findtext("atom:id", namespaces=NS) == (
+        "urn:searchsvc:feed:q=learning&category=cs.DC&year_from=2021"
     )
-    assert root.findtext("atom:id", namespaces=NS) == self_url
     assert entry_ids(feed(seed_client, urlsplit(self_url).query)) == entry_ids(root)
     page = links["alternate"]
     assert page.get("type") == "text/html"
@@ -108,12 +109,12 @@ def test_an_entry_carries_the_record(client):
     root = feed(client, {"q": "fair cluster scheduling", "per_page": 1})
     (entry,) = root.iterfind("atom:entry", NS)
     record = FIXTURE_RECORDS[0]
-    url = f"http://localhost/records/{record.id}"
-    assert entry.findtext("atom:id", namespaces=NS) == url
+    url = f"/records/{record.id}"
+    assert entry.findtext("atom:id", namespaces=NS) == f"urn:searchsvc:record:{record.id}"
     assert entry.findtext("atom:title", namespaces=NS) == record.title
     (link,) = entry.iterfind("atom:link", NS)
     assert (link.get("rel"), link.get("type"), link.get("href")) == ("alternate", "text/html", url)
-    assert client.get(urlsplit(url).path).mimetype == "text/html"
+    assert client.get(url).mimetype == "text/html"
     names = [a.text for a in entry.iterfind("atom:author/atom:name", NS)]
     assert names == list(record.authors)
     # The abstract as written: plain text, without the search's highlight marks.
@@ -198,3 +199,55 @@ def test_the_feed_revalidates_with_its_etag_and_is_gzipped(seed_client):
     zipped = seed_client.get(FEED, headers={"Accept-Encoding": "gzip"})
     assert zipped.headers["Content-Encoding"] == "gzip"
     assert ElementTree.fromstring(gzip.decompress(zipped.data)).tag.endswith("feed")
+
+
+# -- issue 33, item 15: links from the configured public URL, never from the client's Host -------
+HOSTILE_HOST = {
+    "Host": "evil.example",
+    "X-Forwarded-Proto": "https",
+    "X-Forwarded-Host": "evil.example",
+}
+
+
+def links_and_ids(root: ElementTree.Element) -> tuple[list[str], list[str]]:
+    links = [link.get("href") for link in root.iter(f"{{{NS['atom']}}}link")]
+    ids = [element.text for element in root.iter(f"{{{NS['atom']}}}id")]
+    return links, ids
+
+
+def test_without_a_public_url_links_are_relative_and_name_no_host(client):
+    root = feed(client, {"q": "learning"}, **HOSTILE_HOST)
+    links, ids = links_and_ids(root)
+    assert links and all(link.startswith("/") and not link.startswith("//") for link in links)
+    assert all(i.startswith("urn:searchsvc:") for i in ids)
+    assert b"evil" not in ElementTree.tostring(root)
+    assert links_and_ids(feed(client, {"q": "learning"})) == (links, ids)
+
+
+def test_with_a_public_url_links_are_absolute_from_it_and_ids_stay_the_same(fixture_index, client):
+    public = create_app(
+        {"INDEX": fixture_index, "TESTING": True, "PUBLIC_URL": "https://search.example.org/s/"}
+    ).test_client()
+    root = feed(public, {"q": "learning", "per_page": 3}, **HOSTILE_HOST)
+    links = {link.get("rel"): link.get("href") for link in root.iterfind("atom:link", NS)}
+    assert links["self"] == "https://search.example.org/s/api/v1/search.atom?q=learning&per_page=3"
+    assert links["alternate"] == "https://search.example.org/s/?q=learning"
+    entry_links = [link.get("href") for link in root.iterfind("atom:entry/atom:link", NS)]
+    assert entry_links == [
+        f"https://search.example.org/s/records/{quote(record_id)}" for record_id in entry_ids(root)
+    ]
+    assert b"evil" not in ElementTree.tostring(root)
+    # Ids do not depend on where the service is reached.
+    relative = feed(client, {"q": "learning", "per_page": 3})
+    assert links_and_ids(root)[1] == links_and_ids(relative)[1]
+
+
+def test_an_odd_record_id_makes_a_valid_entry_id_and_link(tmp_path):
+    odd = Record(id='notes/a b"c%?#é', title="An odd identifier", authors=("A",), year=2020)
+    client = create_app({"INDEX": build_index(tmp_path, [odd]), "TESTING": True}).test_client()
+    (entry,) = feed(client, {"q": "odd"}).iterfind("atom:entry", NS)
+    entry_id = entry.findtext("atom:id", namespaces=NS)
+    assert entry_id == "urn:searchsvc:record:" + quote(odd.id, safe="")
+    assert all(c.isascii() and c not in ' "?#<>' for c in entry_id)
+    href = entry.find("atom:link", NS).get("href")
+    assert client.get(href).status_code == 200

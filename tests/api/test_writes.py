@@ -4,7 +4,13 @@ records searchable once the writer (run here in the test's thread) has applied t
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
+import threading
+import time
 
+import orjson
 import pytest
 
 from searchsvc.app import create_app
@@ -407,3 +413,154 @@ def test_reads_never_create_the_queue_file(index, api):
     assert api.get("/metrics").status_code == 200
     assert api.get("/api/v1/tasks/1", headers=bearer("ssk_x")).status_code == 401
     assert not queue_path(index).exists()
+
+
+# -- issue 33: tasks per key, the shared rate limit, the queue's bounds, bounded waits ------------
+def test_a_write_key_sees_only_its_own_tasks_and_an_admin_key_sees_all(
+    api, keys, writer_key, index
+):
+    other = bearer(keys.create("other", ("write",))[1])
+    admin = bearer(keys.create("admin", ("admin",))[1])
+    mine = api.delete("/api/v1/records/x", headers=writer_key).get_json()
+    theirs = api.delete("/api/v1/records/y", headers=other).get_json()["id"]
+    operator = TaskQueue(queue_path(index)).enqueue_deletes(["z"], origin="cli").id
+
+    def listed(headers) -> list[int]:
+        response = api.get("/api/v1/tasks", headers=headers)
+        assert response.status_code == 200
+        return [t["id"] for t in response.get_json()["tasks"]]
+
+    assert listed(writer_key) == [mine["id"]]
+    assert listed(other) == [theirs]
+    assert listed(admin) == [operator, theirs, mine["id"]]
+    # Another key's task is not found, as one that does not exist: its existence is not told.
+    for path in (f"/api/v1/tasks/{theirs}", f"/api/v1/tasks/{theirs}?wait=0.1"):
+        hidden = api.get(path, headers=writer_key)
+        assert hidden.status_code == 404
+        assert hidden.get_json()["error"]["code"] == "task_not_found"
+    seen = api.get(f"/api/v1/tasks/{theirs}", headers=admin).get_json()
+    assert seen["key_id"] == keys.authenticate(other["Authorization"][7:]).id
+    assert mine["key_id"] is not None
+
+
+def test_the_write_rate_limit_is_shared_by_every_worker(index, keys):
+    # A worker is a process: the other one here is a fresh interpreter with its own app.
+    token = keys.create("one", ("write",))[1]
+    settings = {"INDEX": index, "TESTING": True, "WRITE_RATE_LIMIT": "2/minute"}
+    client = create_app(settings).test_client()
+    for n in range(2):
+        assert client.delete(f"/api/v1/records/x{n}", headers=bearer(token)).status_code == 202
+    script = textwrap.dedent(
+        """
+        import sys
+        from searchsvc.app import create_app
+        app = create_app({"INDEX": sys.argv[1], "TESTING": True, "WRITE_RATE_LIMIT": "2/minute"})
+        response = app.test_client().delete(
+            "/api/v1/records/x", headers={"Authorization": "Bearer " + sys.argv[2]}
+        )
+        print(response.status_code, response.headers.get("Retry-After"))
+        print(response.get_json()["error"]["code"])
+        """
+    )
+    other_worker = subprocess.run(
+        [sys.executable, "-c", script, index, token], capture_output=True, text=True
+    )
+    assert other_worker.returncode == 0, other_worker.stderr
+    status, retry_after, code = other_worker.stdout.split()
+    assert (status, code) == ("429", "too_many_requests")
+    assert 0 < int(retry_after) <= 60
+    assert TaskQueue(queue_path(index)).counts()["enqueued"] == 2
+
+
+def test_a_full_backlog_is_429_for_its_key_and_503_for_the_queue_with_retry_after(index, keys):
+    # A write into an empty backlog is always taken; the next one would exceed the bound.
+    body = record("x", "T", abstract="words " * 10)
+    size = len(orjson.dumps([Record.from_dict(body).to_dict()]))  # as the queue keeps it
+    app = create_app(
+        {
+            "INDEX": index,
+            "TESTING": True,
+            "WRITE_RATE_LIMIT": "",
+            "QUEUE_MAX_BYTES_PER_KEY": size + size // 2,
+            "QUEUE_MAX_BYTES": size * 2 + size // 2,
+        }
+    )
+    client = app.test_client()
+    first, second, third = (bearer(keys.create(n, ("write",))[1]) for n in ("a", "b", "c"))
+    assert client.post("/api/v1/records", json=body, headers=first).status_code == 202
+    per_key = client.post("/api/v1/records", json=body, headers=first)
+    assert per_key.status_code == 429
+    assert per_key.get_json()["error"]["code"] == "key_queue_full"
+    assert int(per_key.headers["Retry-After"]) > 0
+    assert per_key.get_json()["error"]["details"]["retry_after"] == int(
+        per_key.headers["Retry-After"]
+    )
+    assert client.post("/api/v1/records", json=body, headers=second).status_code == 202
+    total = client.post("/api/v1/records", json=body, headers=third)
+    assert total.status_code == 503
+    assert total.get_json()["error"]["code"] == "queue_full"
+    assert int(total.headers["Retry-After"]) > 0
+    apply_queued(app)
+    assert client.post("/api/v1/records", json=body, headers=third).status_code == 202
+
+
+def test_writes_below_the_free_disk_floor_are_507_with_retry_after(index, keys):
+    app = create_app(
+        {"INDEX": index, "TESTING": True, "WRITE_RATE_LIMIT": "", "MIN_FREE_DISK_BYTES": 2**60}
+    )
+    key = bearer(keys.create("t", ("write",))[1])
+    refused = app.test_client().post("/api/v1/records", json=record("x", "T"), headers=key)
+    assert refused.status_code == 507
+    assert refused.get_json()["error"]["code"] == "insufficient_storage"
+    assert int(refused.headers["Retry-After"]) > 0
+    assert TaskQueue(queue_path(index)).counts()["enqueued"] == 0
+
+
+def test_waits_are_bounded_per_key_across_workers(index, keys):
+    # Two apps over one queue stand for two workers; one wait per key at a time.
+    settings = {"INDEX": index, "TESTING": True, "WRITE_RATE_LIMIT": "", "MAX_WAITS_PER_KEY": 1}
+    workers = [create_app(settings).test_client() for _ in range(2)]
+    key, other = (bearer(keys.create(n, ("write",))[1]) for n in ("a", "b"))
+    task_id = workers[0].delete("/api/v1/records/x", headers=key).get_json()["id"]
+    other_task = workers[0].delete("/api/v1/records/y", headers=other).get_json()["id"]
+    path = f"/api/v1/tasks/{task_id}?wait=3"
+    holding = threading.Thread(target=lambda: workers[0].get(path, headers=key))
+    holding.start()
+    try:
+        time.sleep(0.5)  # the first wait holds the key's one slot
+        started = time.monotonic()
+        refused = workers[1].get(path, headers=key)
+        assert time.monotonic() - started < 1.0
+        assert (refused.status_code, refused.get_json()["status"]) == (200, "enqueued")
+        assert refused.headers["Searchsvc-Wait"] == "refused"
+        assert int(refused.headers["Retry-After"]) > 0
+        # Another key still waits.
+        started = time.monotonic()
+        waited = workers[1].get(f"/api/v1/tasks/{other_task}?wait=0.5", headers=other)
+        assert time.monotonic() - started >= 0.5
+        assert "Searchsvc-Wait" not in waited.headers
+    finally:
+        holding.join()
+    started = time.monotonic()
+    workers[1].get(f"/api/v1/tasks/{task_id}?wait=0.5", headers=key)
+    assert time.monotonic() - started >= 0.5
+
+
+def test_metrics_show_the_backlog_and_the_failed_tasks(api, write_app, writer_key, index):
+    api.delete("/api/v1/records/x", headers=writer_key)
+    text = api.get("/metrics").get_data(as_text=True)
+    assert "searchsvc_task_backlog_bytes 5.0" in text  # the payload ["x"]
+    queue = TaskQueue(queue_path(index))
+    bad = queue.enqueue_upserts([Record(id="bad", title="T")])
+    with queue.transaction() as connection:
+        connection.execute("UPDATE tasks SET payload = ? WHERE id = ?", (b'[{"id": 1}]', bad.id))
+    apply_queued(write_app)
+    text = api.get("/metrics").get_data(as_text=True)
+    assert "searchsvc_task_backlog_bytes 0.0" in text
+    assert 'searchsvc_tasks{status="failed"} 1.0' in text
+
+
+def test_writes_document_their_bounds(api):
+    spec = api.get("/api/v1/openapi.json").get_json()
+    for path, method in (("/api/v1/records", "post"), ("/api/v1/records/{record_id}", "delete")):
+        assert {"429", "503", "507"} <= set(spec["paths"][path][method]["responses"])

@@ -157,3 +157,28 @@ def test_the_writer_command_applies_tasks_until_sigterm(index):
         _, errors = process.communicate(timeout=15)
     assert process.returncode == 0
     assert "applied 1 tasks: 1 added" in errors
+
+
+def test_an_api_delete_of_a_source_record_stays_deleted_through_rebuilds(runner, index, tmp_path):
+    # Issue 33: the record came from the files; the API deleted it; a rebuild from the same
+    # files left it deleted only while its id is tombstoned (written again: back it comes).
+    source = jsonl(tmp_path / "files.jsonl", FIXTURE_RECORDS)
+    assert runner("index", source, "--index", index).exit_code == 0
+    gone, kept = FIXTURE_RECORDS[0].id, FIXTURE_RECORDS[1].id
+    queue = write_through_api(index, [], deletes=[gone])
+    assert queue.deleted_ids() == {gone}
+    rebuilt = runner("index", source, "--index", index)
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert "1 deleted through the API left out" in rebuilt.stdout
+    assert ids_in(index) == {r.id for r in FIXTURE_RECORDS} - {gone}
+    # Written again (through the API, or `index --update`): no longer tombstoned.
+    update = jsonl(tmp_path / "update.jsonl", [FIXTURE_RECORDS[0]])
+    assert runner("index", update, "--update", "--index", index).exit_code == 0
+    assert queue.deleted_ids() == set()
+    assert runner("index", source, "--index", index).exit_code == 0
+    assert gone in ids_in(index) and kept in ids_in(index)
+    # --replace rebuilds from the files alone: it forgets the API's deletes as its writes.
+    write_through_api(index, [], deletes=[gone])
+    assert runner("index", source, "--replace", "--index", index).exit_code == 0
+    assert gone in ids_in(index)
+    assert queue.deleted_ids() == set()

@@ -19,6 +19,7 @@ from searchsvc.client import (
 from searchsvc.domain.errors import (
     IndexUnavailable,
     InvalidRequest,
+    KeyQueueFull,
     PayloadTooLarge,
     QueryError,
     RecordNotFound,
@@ -312,3 +313,50 @@ def test_the_key_is_sent_on_reads_too(tmp_path):
         SearchClient("http://testserver", session=_wsgi_session(app)).search("learning")
     client = SearchClient("http://testserver", api_key=key, session=_wsgi_session(app))
     assert client.search("learning").total == 2
+
+
+def test_a_full_backlog_raises_key_queue_full_with_retry_after(tmp_path):
+    app, key = writable_app(tmp_path, QUEUE_MAX_BYTES_PER_KEY=1)
+    client = SearchClient("http://testserver", api_key=key, session=_wsgi_session(app))
+    client.add(new_record(95))  # into an empty backlog: taken whatever its size
+    with pytest.raises(KeyQueueFull) as full:
+        client.add(new_record(96))
+    assert full.value.details["status"] == 429 and full.value.details["retry_after"] > 0
+
+
+def test_wait_pauses_when_the_service_answers_a_wait_at_once(tmp_path, monkeypatch):
+    app, key = writable_app(tmp_path, MAX_WAITS_PER_KEY=1)
+    client = SearchClient("http://testserver", api_key=key, session=_wsgi_session(app))
+    [task] = client.add(new_record(97))
+    queue = TaskQueue(queue_path(app.config["INDEX"]))
+    asked = []
+    get = client._get
+    monkeypatch.setattr(client, "_get", lambda *args: asked.append(args) or get(*args))
+    key_id = key.split("_")[1]
+    with queue.wait_slot(key_id, 1) as held:  # another request of the key holds its one wait
+        assert held
+        with pytest.raises(TaskTimeout):
+            client.wait(task, timeout=1.5)
+    assert len(asked) <= 3
+
+
+def test_a_bulk_load_larger_than_the_queue_takes_is_paced_to_the_writer(tmp_path, monkeypatch):
+    from searchsvc.backends import open_backend
+    from searchsvc.tasks import TaskWriter
+    from searchsvc.tasks import queue as queue_module
+
+    monkeypatch.setattr(client_module, "RECORDS_PER_REQUEST", 2)
+    monkeypatch.setattr(queue_module, "BACKLOG_RETRY_SECONDS", 1)
+    app, key = writable_app(tmp_path, QUEUE_MAX_BYTES_PER_KEY=1)
+    client = SearchClient("http://testserver", api_key=key, session=_wsgi_session(app))
+    queue = TaskQueue(queue_path(app.config["INDEX"]))
+    with open_backend(app.config["INDEX"]) as backend:
+        thread, stop = TaskWriter(queue, backend).start_thread()
+        try:
+            # One request's records at a time fit in the key's backlog: the rest wait for room.
+            tasks = client.add([new_record(100 + n) for n in range(6)])
+            assert len(tasks) == 3
+            assert [client.wait(task).status for task in tasks] == ["succeeded"] * 3
+        finally:
+            stop.set()
+            thread.join()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import replace
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 from xml.etree import ElementTree
 
 import pytest
@@ -368,7 +368,7 @@ def test_the_page_offers_the_feed_of_its_search(seed_client):
     assert response.status_code == 200 and response.mimetype == "application/atom+xml"
     atom = "{http://www.w3.org/2005/Atom}"
     entries = ElementTree.fromstring(response.data).iter(f"{atom}entry")
-    ids = [entry.findtext(f"{atom}id").rsplit("/records/", 1)[1] for entry in entries]
+    ids = [unquote(entry.findtext(f"{atom}id").rsplit(":", 1)[1]) for entry in entries]
     body = seed_client.get(f"/api/v1/search?{urlsplit(href).query}&sort=newest").get_json()
     assert ids == [hit["id"] for hit in body["hits"]] and len(ids) == 7
 
@@ -615,6 +615,61 @@ def test_bibtex_escapes_tex_specials_and_keeps_unicode():
     assert "author = {C. Balázs and E. L. Berger}" in entry
     assert "primaryClass = {hep-ph}" in entry
     assert citation_key(Record(id="x", title="On")) == "anonpaper"
+
+
+TEX_SPECIALS = "\\{}%&$#_~^"
+_UNESCAPED = {
+    r"\textbackslash{}": "\\",
+    r"\textasciitilde{}": "~",
+    r"\textasciicircum{}": "^",
+    **{"\\" + ch: ch for ch in "{}%&$#_"},
+}
+
+
+def _bibtex_fields(entry: str) -> dict[str, str]:
+    lines = entry.strip().splitlines()[1:-1]
+    fields = {}
+    for line in lines:
+        name, _, value = line.strip().rstrip(",").partition(" = ")
+        assert value.startswith("{") and value.endswith("}"), line
+        fields[name] = value[1:-1]
+    return fields
+
+
+def test_bibtex_escapes_every_field_by_one_rule():
+    """Issue 33, item 16: no field passes TeX's specials through (a URL's `%` began a comment,
+    its `\\` a command); each field, unescaped, is the record's text."""
+    odd = f"a{TEX_SPECIALS}b"
+    record = Record(
+        id="2301.00001",
+        title=odd,
+        authors=(odd,),
+        year=2023,
+        categories=(odd,),
+        url=f"https://example.org/a%20b\\c_d?x=1&y=~#{odd}",
+        doi=f"10.1000/{odd}",
+        journal_ref=odd,
+        comments=odd,
+        abstract=odd,
+    )
+    fields = _bibtex_fields(to_bibtex(record))
+    assert fields["url"].startswith(r"https://example.org/a\%20b\textbackslash{}c\_d?x=1\&y=")
+    special = re.compile(r"\\textbackslash\{\}|\\textasciitilde\{\}|\\textasciicircum\{\}|\\.")
+    for name, value in fields.items():
+        if name == "title":
+            value = value.removeprefix("{").removesuffix("}")  # braces that keep the case
+        # Every special character is part of an escape, and each escape stands for its character.
+        bare = special.sub("", value)
+        assert not set(bare) & set(TEX_SPECIALS), (name, value)
+        original = special.sub(lambda m: _UNESCAPED[m.group(0)], value)
+        expected = {
+            "url": record.url,
+            "doi": record.doi,
+            "year": "2023",
+            "eprint": record.id,
+            "archivePrefix": "arXiv",
+        }.get(name, odd)
+        assert original == expected, name
 
 
 def test_without_an_index_pages_say_so_politely(tmp_path):
