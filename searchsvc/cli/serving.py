@@ -1,4 +1,5 @@
-"""`searchsvc serve`: the service as deployed, nginx in front of gunicorn's workers."""
+"""`searchsvc serve`: the service as deployed, nginx in front of gunicorn's workers (or, where
+nginx is missing, gunicorn alone with a warning)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from searchsvc.domain.errors import SearchsvcError
 SERVE_MODULE = "searchsvc.serving.serve"
 # gunicorn's worker timeout when SEARCHSVC_TIMEOUT is not set (serving/gunicorn_conf.py).
 DEFAULT_WORKER_TIMEOUT = 30
+# --front: the choices of the serving program (serving/serve.py, FRONTS).
+FRONTS = ("auto", "nginx", "none")
 # nginx's per-address limits: the setting, and the option of the serving program that takes it.
 FRONT_LIMITS = {
     "FRONT_CONNECTIONS_PER_ADDRESS": "--connections-per-address",
@@ -28,7 +31,7 @@ FRONT_LIMITS = {
     default="127.0.0.1:8000",
     show_default=True,
     metavar="HOST:PORT",
-    help="Where nginx listens (HOST 0.0.0.0 to listen beyond this machine).",
+    help="Where nginx (or gunicorn alone) listens (HOST 0.0.0.0 to listen beyond this machine).",
 )
 @click.option(
     "--workers",
@@ -37,19 +40,30 @@ FRONT_LIMITS = {
     show_envvar=True,
     help="gunicorn workers (default: the CPUs this process may use).",
 )
+@click.option(
+    "--front",
+    type=click.Choice(FRONTS),
+    default="auto",
+    show_default=True,
+    envvar="SEARCHSVC_FRONT",
+    show_envvar=True,
+    help="nginx in front of gunicorn: auto (when nginx is found, else gunicorn alone with a "
+    "warning), nginx (fail without it) or none (gunicorn alone).",
+)
 @index_option
 @tasks_db_option
 @reports_errors
-def serve(bind: str, workers: int | None, index: str, tasks_db: str) -> None:
+def serve(bind: str, workers: int | None, front: str, index: str, tasks_db: str) -> None:
     """Serve the API and the web page until stopped (Ctrl-C or SIGTERM).
 
     nginx reads each request whole, within bounds and timeouts, and passes it to gunicorn's
     sync workers on a private unix socket, so that no slow or oversized client holds a worker
-    (README, "Serving in production"). nginx limits each client address to
+    (docs/guides/deployment.md, "Serving in production"). nginx limits each client address to
     SEARCHSVC_FRONT_CONNECTIONS_PER_ADDRESS requests under way (default 64) and
     SEARCHSVC_FRONT_REQUESTS_PER_SECOND requests a second (default 100); 0 for no limit. Needs
-    nginx (Debian: apt-get install nginx; another one: SEARCHSVC_NGINX=PATH). Other settings
-    come from SEARCHSVC_* variables, as for gunicorn.
+    nginx (Debian: apt-get install nginx; another one: SEARCHSVC_NGINX=PATH); without it,
+    `--front auto` serves with gunicorn alone on the address and says so in one warning line.
+    Other settings come from SEARCHSVC_* variables, as for gunicorn.
     """
     host, port = _address(bind)
     try:
@@ -65,6 +79,7 @@ def serve(bind: str, workers: int | None, index: str, tasks_db: str) -> None:
     command += ["--max-body", str(settings["MAX_CONTENT_LENGTH"])]
     command += ["--max-write-body", str(settings["MAX_WRITE_CONTENT_LENGTH"])]
     command += ["--worker-timeout", str(_worker_timeout())]
+    command += ["--front", front]
     for name, option in FRONT_LIMITS.items():
         command += [option, str(_not_negative(name, settings[name]))]
     # Replaced, not a child: signals (Ctrl-C, `docker stop`) reach the process that runs nginx

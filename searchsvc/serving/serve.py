@@ -9,6 +9,11 @@ listens on the public address (front.py writes its config there). Both run in th
 as children of this process: SIGTERM or SIGINT stops both (nginx first, so that no request is
 taken that gunicorn would not answer), and when one of them dies the other is stopped too and
 the exit status is 1.
+
+`--front auto` (the default) runs nginx when it is found and otherwise gunicorn alone on the
+public address, saying so in one warning line that names the command which installs nginx;
+`--front nginx` requires it (today's deployment), `--front none` never runs it. An explicit
+SEARCHSVC_NGINX is a request for nginx: when it names nothing, serving fails in auto too.
 """
 
 from __future__ import annotations
@@ -34,11 +39,18 @@ from searchsvc.serving.front import SOCKET_NAME, Front, write_front
 GUNICORN_CONFIG = "python:searchsvc.serving.gunicorn_conf"
 # The app from the installed package, so that `searchsvc serve` runs from any directory.
 WSGI_APP = "searchsvc.app:create_app()"
-# Where Debian puts nginx, which an unprivileged user's PATH leaves out.
+# Where Debian puts nginx, which an unprivileged user's PATH leaves out (SEARCHSVC_SBIN replaces
+# it: the tests hide an installed nginx with it).
 SBIN = "/usr/sbin:/usr/local/sbin:/sbin"
 NGINX_MISSING = (
     "nginx not found: `searchsvc serve` runs it in front of gunicorn "
     "(Debian: apt-get install nginx)"
+)
+FRONTS = ("auto", "nginx", "none")
+# One line, when `--front auto` finds no nginx: what is lost, and the command that adds it.
+NO_FRONT_WARNING = (
+    "warning: nginx not found: serving with gunicorn alone, without the front's limits; "
+    "sudo apt-get install nginx (Debian) or brew install nginx (macOS) adds it"
 )
 STARTUP_SECONDS = 60
 # How long each may take to stop before it is killed: nginx finishes the requests under way
@@ -65,6 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     # second.
     parser.add_argument("--connections-per-address", type=_not_negative, required=True)
     parser.add_argument("--requests-per-second", type=_not_negative, required=True)
+    parser.add_argument("--front", choices=FRONTS, default="auto")
     args = parser.parse_args(argv)
     front = Front(
         args.host,
@@ -77,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     say = functools.partial(print, file=sys.stderr, flush=True)
     try:
-        sys.exit(serve(front, nginx=find_nginx(), say=say))
+        sys.exit(serve(front, nginx=choose_nginx(args.front, say), say=say))
     except ServeError as exc:
         say(f"error: {exc.message}")
         sys.exit(1)
@@ -95,19 +108,37 @@ def find_nginx() -> str:
     chosen = os.environ.get("SEARCHSVC_NGINX", "").strip()
     found = shutil.which(chosen) if chosen else None
     if not chosen:
-        found = shutil.which("nginx") or shutil.which("nginx", path=SBIN)
+        sbin = os.environ.get("SEARCHSVC_SBIN", SBIN)
+        found = shutil.which("nginx") or shutil.which("nginx", path=sbin)
     if found is None:
         where = f" at SEARCHSVC_NGINX={chosen}" if chosen else ""
         raise ServeError(NGINX_MISSING.replace("nginx not found", f"nginx not found{where}", 1))
     return found
 
 
-def serve(front: Front, *, nginx: str, say: Callable[[str], None] = print) -> int:
-    """Run gunicorn (its settings from SEARCHSVC_* variables) behind nginx until SIGTERM or
-    SIGINT (exit status 0) or until one of them exits (1)."""
+def choose_nginx(front: str, say: Callable[[str], None] = print) -> str | None:
+    """The nginx to run for `--front FRONT`, or None for gunicorn alone: `nginx` fails without
+    it, `auto` warns (once) and goes on without it unless SEARCHSVC_NGINX asked for one."""
+    if front == "none":
+        return None
+    if front == "nginx" or os.environ.get("SEARCHSVC_NGINX", "").strip():
+        return find_nginx()
+    try:
+        return find_nginx()
+    except ServeError:
+        say(NO_FRONT_WARNING)
+        return None
+
+
+def serve(front: Front, *, nginx: str | None, say: Callable[[str], None] = print) -> int:
+    """Run gunicorn (its settings from SEARCHSVC_* variables) behind nginx, or alone on the
+    front's address when `nginx` is None, until SIGTERM or SIGINT (exit status 0) or until one
+    of them exits (1)."""
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    if nginx is None:
+        return _serve_alone(front, stop, say)
     run_dir = Path(tempfile.mkdtemp(prefix="searchsvc-serve-"))
     children: dict[str, subprocess.Popen] = {}
     try:
@@ -137,6 +168,26 @@ def serve(front: Front, *, nginx: str, say: Callable[[str], None] = print) -> in
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def _serve_alone(front: Front, stop: threading.Event, say: Callable[[str], None]) -> int:
+    """gunicorn with the service's settings (its own bounds on request lines and headers,
+    gunicorn_conf.py) listening on the public address itself."""
+    host = f"[{front.host}]" if ":" in front.host else front.host
+    gunicorn = [sys.executable, "-m", "gunicorn", "--config", GUNICORN_CONFIG]
+    gunicorn += ["--bind", f"{host}:{front.port}", WSGI_APP]
+    env = {name: value for name, value in os.environ.items() if name != "SEARCHSVC_BEHIND_FRONT"}
+    children = {"gunicorn": _start(gunicorn, env)}
+    try:
+        if _wait_for_port(front, children["gunicorn"], stop):
+            say(f"serving http://{host}:{front.port}/ (gunicorn alone, no front)")
+        dead = _watch(children, stop)
+        if dead is not None:
+            say(f"error: gunicorn exited (status {children[dead].returncode})")
+            return 1
+        return 0
+    finally:
+        _stop_all(children)
+
+
 def _start(command: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, preexec_fn=_die_with_parent)
 
@@ -152,8 +203,9 @@ def _die_with_parent() -> None:
 
 
 def _wait_for_port(front: Front, nginx: subprocess.Popen, stop: threading.Event) -> bool:
-    """Until nginx accepts on its address (True), or it exits (a port taken: False, and the
-    watch reports it), so that "serving" is said only of a service that is there."""
+    """Until nginx (or gunicorn alone) accepts on its address (True), or it exits (a port
+    taken: False, and the watch reports it), so that "serving" is said only of a service that
+    is there."""
     host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(front.host, front.host)
     deadline = time.monotonic() + STARTUP_SECONDS
     while not stop.is_set() and nginx.poll() is None and time.monotonic() < deadline:
