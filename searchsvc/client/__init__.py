@@ -1,27 +1,29 @@
-"""A small HTTP client of the service for applications that use it remotely.
+"""The HTTP client of the service, answering with the server's domain objects.
 
-It needs `requests`, which the engine does not: install the `client` extra
-(`pip install 'searchsvc[client]'`).
-
-`SearchClient(base_url)` mirrors `SearchService`: the same methods, the same result objects
-(`SearchResult`, `Record`, ...), and the same exceptions, rebuilt from the JSON error payload.
-With `api_key=` it also writes: `add` and `delete` queue tasks on the service (answered at
-once), `task` reads one, and `wait` waits for one to be applied.
+The client itself is its own distribution, `searchsvc-client` (clients/python, module
+`searchsvc_client`), which needs only `requests`: applications that use the service remotely
+install that one. This module keeps `from searchsvc.client import SearchClient` working where
+the server is installed too: the same client (a subclass of `searchsvc_client.SearchClient`,
+every request made there), whose answers are the domain's `SearchResult`, `Record`, `Task`,
+... (those `SearchService` answers in-process), and whose errors are the domain's exceptions,
+rebuilt from the JSON error payload (the client-only ones, `ServiceUnreachable`, `TaskTimeout`,
+..., are the client package's classes and domain errors at once).
 """
 
 from __future__ import annotations
 
-import itertools
-import time
-from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime
-from typing import Any, TypeAlias
-from urllib.parse import quote
+from collections.abc import Iterable
+from typing import Any, cast
 
-import orjson
-import requests
+try:
+    import searchsvc_client
+except ImportError as exc:  # pragma: no cover - `make test` installs it
+    raise ImportError(
+        "searchsvc.client needs the client package: pip install ./clients/python "
+        "(the searchsvc-client distribution)"
+    ) from exc
 
-from searchsvc.client import decoding
+from searchsvc.client.decoding import DomainDecoder
 from searchsvc.client.errors import (
     ERROR_OF_CODE,
     AuthenticationError,
@@ -30,10 +32,7 @@ from searchsvc.client.errors import (
     ServiceError,
     ServiceUnreachable,
     TaskTimeout,
-    error_from,
-    in_bulk,
 )
-from searchsvc.domain.errors import KeyQueueFull, QueueFull, SearchsvcError
 from searchsvc.domain.query import (
     AuthorView,
     FacetValue,
@@ -45,7 +44,7 @@ from searchsvc.domain.query import (
     query_params,
 )
 from searchsvc.domain.records import Record
-from searchsvc.domain.tasks import MAX_WAIT_SECONDS, Task
+from searchsvc.domain.tasks import Task
 
 __all__ = [
     "ERROR_OF_CODE",
@@ -58,243 +57,58 @@ __all__ = [
     "TaskTimeout",
 ]
 
-DEFAULT_TIMEOUT = 10.0
-# Records in one write request at most: half the service's default MAX_BATCH_RECORDS, and a
-# body (a few MB of typical records) well under its MAX_WRITE_CONTENT_LENGTH.
-RECORDS_PER_REQUEST = 5_000
-# Longest one `?wait=` request of `wait`: the most the service allows (MAX_WAIT_SECONDS, kept
-# well under gunicorn's 30 s worker timeout).
-WAIT_SLICE_SECONDS = MAX_WAIT_SECONDS
-# The pause before asking again when the service answered a wait at once with the task still
-# unfinished (it bounds the waits of a key: `Searchsvc-Wait: refused`), rather than asking in a
-# tight loop.
-WAIT_REFUSED_PAUSE_SECONDS = 1.0
-# How long a bulk `add` waits in all, between its requests, for the service's queue to make room
-# (a 429 or 503 of a full backlog, saying when to retry) before it raises: a load larger than
-# the queue takes is paced to the writer.
-BACKLOG_PATIENCE_SECONDS = 300.0
-NDJSON = "application/x-ndjson"
-# A record to write: a Record, or a dict in its export format (`Record.to_dict()`).
-RecordInput: TypeAlias = Record | Mapping[str, Any]
+RECORDS_PER_REQUEST = searchsvc_client.RECORDS_PER_REQUEST
+RecordInput = Record | searchsvc_client.RecordInput
 
 
-class SearchClient:
-    """The search service at `base_url` (e.g. http://127.0.0.1:8000), over HTTP.
+class SearchClient(searchsvc_client.SearchClient):
+    """`searchsvc_client.SearchClient` answering with the domain's objects and exceptions.
 
-    `api_key` (a key made by `searchsvc keys create`) is sent as `Authorization: Bearer` on
-    every request: writes and tasks need one with the write scope, reads one with the read
-    scope when the service requires it. `timeout` bounds each request (seconds).
+    `search` builds the SearchRequest here first, so that a bad argument fails at once, as it
+    does in-process. The overrides below only say the domain's types; the requests are the
+    client package's.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        session: requests.Session | None = None,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
-        self.session = session or requests.Session()
-        # Per request, not on the session: a session passed in may serve other clients too.
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    decoder = DomainDecoder()  # type: ignore[assignment]
+    errors = ERROR_OF_CODE
 
-    def search(self, q: str = "", **params: Any) -> SearchResult:
+    def search(self, q: str = "", **params: Any) -> SearchResult:  # type: ignore[override]
         """Same keyword arguments and result as `SearchService.search`."""
-        # Built here first: a bad argument fails at once, as it does in-process.
         return self.search_request(SearchRequest.from_params(q, **params))
 
-    def search_request(self, request: SearchRequest) -> SearchResult:
+    def search_request(self, request: SearchRequest) -> SearchResult:  # type: ignore[override]
         # The translator's own inverse: the server reads back exactly this request.
-        return decoding.search_result(self._get("/api/v1/search", query_params(request)))
+        body = self._get("/api/v1/search", query_params(request))
+        return self.decoder.search_result(body)
 
-    def get(self, record_id: str) -> Record:
-        return decoding.record(self._get(f"/api/v1/records/{quote(record_id, safe='/')}"))
+    def get(self, record_id: str) -> Record:  # type: ignore[override]
+        return cast(Record, super().get(record_id))
 
-    def similar(self, record_id: str, limit: int = 10) -> tuple[Hit, ...]:
-        body = self._get(f"/api/v1/records/{quote(record_id, safe='/')}/similar", {"limit": limit})
-        return tuple(decoding.hit(hit) for hit in body["hits"])
+    def similar(self, record_id: str, limit: int = 10) -> tuple[Hit, ...]:  # type: ignore[override]
+        return cast(tuple[Hit, ...], super().similar(record_id, limit))
 
-    def suggest(self, prefix: str, limit: int = 10) -> Suggestions:
-        body = self._get("/api/v1/suggest", {"q": prefix, "limit": limit})
-        return Suggestions(body["prefix"], tuple(body["titles"]), tuple(body["authors"]))
+    def suggest(self, prefix: str, limit: int = 10) -> Suggestions:  # type: ignore[override]
+        return cast(Suggestions, super().suggest(prefix, limit))
 
-    def facet_values(self, facet: str, prefix: str = "", limit: int = 10) -> tuple[FacetValue, ...]:
-        body = self._get(f"/api/v1/facets/{quote(facet)}", {"q": prefix, "limit": limit})
-        return decoding.facet_values(body["values"])
+    def facet_values(  # type: ignore[override]
+        self, facet: str, prefix: str = "", limit: int = 10
+    ) -> tuple[FacetValue, ...]:
+        return cast(tuple[FacetValue, ...], super().facet_values(facet, prefix, limit))
 
-    def author(self, name: str, page: int = 1, per_page: int = 20) -> AuthorView:
-        body = self._get(
-            f"/api/v1/authors/{quote(name, safe='/')}", {"page": page, "per_page": per_page}
-        )
-        return AuthorView(
-            name=body["name"],
-            total=body["total"],
-            page=body["page"],
-            per_page=body["per_page"],
-            records=tuple(decoding.record(record) for record in body["records"]),
-            years=decoding.facet_values(body["years"]),
-            categories=decoding.facet_values(body["categories"]),
-            coauthors=decoding.facet_values(body["coauthors"]),
-        )
+    def author(self, name: str, page: int = 1, per_page: int = 20) -> AuthorView:  # type: ignore[override]
+        return cast(AuthorView, super().author(name, page, per_page))
 
-    def stats(self) -> IndexStats:
-        body = self._get("/api/v1/stats")
-        return IndexStats(
-            documents=body["documents"],
-            facets={name: decoding.facet_values(values) for name, values in body["facets"].items()},
-            cardinalities=body["cardinalities"],
-            built_at=datetime.fromisoformat(body["built_at"]) if body["built_at"] else None,
-            version=body["version"],
-            size_bytes=body["size_bytes"],
-        )
+    def stats(self) -> IndexStats:  # type: ignore[override]
+        return cast(IndexStats, super().stats())
 
-    def version(self) -> str:
-        return self._get("/readyz")["version"]
+    def add(self, records: RecordInput | Iterable[RecordInput]) -> list[Task]:  # type: ignore[override]
+        return cast(list[Task], super().add(records))  # type: ignore[arg-type]
 
-    def add(self, records: RecordInput | Iterable[RecordInput]) -> list[Task]:
-        """Queue records to add or replace by id: one or many Records, or dicts in the export
-        format. Returns the tasks, one per request, in order; `wait` for them to be applied.
+    def delete(self, record_ids: Iterable[str] | str) -> Task:  # type: ignore[override]
+        return cast(Task, super().delete(record_ids))
 
-        Up to RECORDS_PER_REQUEST records go in one request (a JSON array), and make one task.
-        More (any iterable, read as it goes) are sent as NDJSON, RECORDS_PER_REQUEST a
-        request. The service validates each request whole and queues all of it or nothing: a
-        bad record raises InvalidRequest with `details["errors"]` giving each bad record's
-        `position` in `records`, `field` and `reason`. When a later request fails, the earlier
-        ones stay queued: the exception's `details["queued"]` lists their tasks. A bulk load
-        that the service's queue cannot hold yet (KeyQueueFull, QueueFull) waits for room, as
-        the service says, up to BACKLOG_PATIENCE_SECONDS in all.
-        """
-        chunks = _chunks(_record_dicts(records), RECORDS_PER_REQUEST)
-        first = next(chunks, [])
-        second = next(chunks, None)
-        if second is None:
-            return [self._write("POST", "/api/v1/records", orjson.dumps(first))]
-        tasks: list[Task] = []
-        start = 0
-        patience = [BACKLOG_PATIENCE_SECONDS]
-        for chunk in itertools.chain((first, second), chunks):
-            body = b"".join(orjson.dumps(record) + b"\n" for record in chunk)
-            try:
-                tasks.append(self._paced_write(body, patience))
-            except SearchsvcError as exc:
-                raise in_bulk(exc, start, start + len(chunk), tasks) from None
-            start += len(chunk)
-        return tasks
+    def task(self, task_id: int) -> Task:  # type: ignore[override]
+        return cast(Task, super().task(task_id))
 
-    def delete(self, record_ids: Iterable[str] | str) -> Task:
-        """Queue the deletion of records by id, one or many (ids not indexed are ignored)."""
-        ids = [record_ids] if isinstance(record_ids, str) else list(record_ids)
-        return self._write("POST", "/api/v1/records/delete", orjson.dumps({"ids": ids}))
-
-    def task(self, task_id: int) -> Task:
-        """The write task with this id as it is now; TaskNotFound when there is none."""
-        return decoding.task(self._get(f"/api/v1/tasks/{int(task_id)}"))
-
-    def wait(self, task: Task | int, timeout: float = 30.0) -> Task:
-        """The task once it has finished (succeeded or failed: see its `status` and `error`).
-
-        The service holds each request until the task finishes or WAIT_SLICE_SECONDS pass;
-        after `timeout` seconds in all this raises TaskTimeout, whose `task` is the task as last
-        seen (still queued or processing: waiting again may see it finish).
-        """
-        task_id = task.id if isinstance(task, Task) else int(task)
-        deadline = time.monotonic() + timeout
-        while True:
-            seconds = min(max(0.0, deadline - time.monotonic()), WAIT_SLICE_SECONDS)
-            asked = time.monotonic()
-            # The service answers after up to `seconds`: allow for them.
-            found = decoding.task(
-                self._get(
-                    f"/api/v1/tasks/{task_id}", {"wait": round(seconds, 3)}, self.timeout + seconds
-                )
-            )
-            if found.done:
-                return found
-            if time.monotonic() >= deadline:
-                raise TaskTimeout(
-                    f"task {task_id} is still {found.status} after {timeout:g} s", found
-                )
-            if time.monotonic() - asked < seconds / 2:
-                # Answered without the wait (this key's other waits hold its share).
-                time.sleep(min(WAIT_REFUSED_PAUSE_SECONDS, max(0.0, deadline - time.monotonic())))
-
-    def close(self) -> None:
-        self.session.close()
-
-    def __enter__(self) -> SearchClient:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def _paced_write(self, body: bytes, patience: list[float]) -> Task:
-        """POST an NDJSON piece of a bulk load, waiting while the service's queue is full, as
-        long as `patience[0]` seconds (what is left of them is kept there)."""
-        while True:
-            try:
-                return self._write("POST", "/api/v1/records", body, NDJSON)
-            except (KeyQueueFull, QueueFull) as exc:
-                retry_after = exc.details.get("retry_after")
-                pause = float(retry_after) if isinstance(retry_after, int | float) else 1.0
-                if pause > patience[0]:
-                    raise
-                patience[0] -= pause
-                time.sleep(pause)
-
-    def _get(self, path: str, params: Any = None, timeout: float | None = None) -> Any:
-        return self._request("GET", path, params=params, timeout=timeout)
-
-    def _write(
-        self, method: str, path: str, body: bytes, content_type: str = "application/json"
-    ) -> Task:
-        return decoding.task(self._request(method, path, data=body, content_type=content_type))
-
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Any = None,
-        data: bytes | None = None,
-        content_type: str | None = None,
-        timeout: float | None = None,
-    ) -> Any:
-        headers = dict(self._headers)
-        if content_type is not None:
-            headers["Content-Type"] = content_type
-        try:
-            response = self.session.request(
-                method,
-                self.base_url + path,
-                params=params,
-                data=data,
-                headers=headers,
-                timeout=self.timeout if timeout is None else timeout,
-            )
-        except requests.RequestException as exc:
-            raise ServiceUnreachable(f"{self.base_url} did not answer: {exc}") from exc
-        if response.ok:
-            return response.json()
-        raise error_from(response)
-
-
-def _record_dicts(records: RecordInput | Iterable[RecordInput]) -> Iterator[dict[str, Any]]:
-    if isinstance(records, Record | Mapping):
-        records = [records]
-    elif isinstance(records, str | bytes):
-        raise TypeError("add takes Records or dicts, one or many, not a string")
-    for record in records:
-        if isinstance(record, Record):
-            yield record.to_dict()
-        elif isinstance(record, Mapping):
-            yield dict(record)
-        else:
-            raise TypeError(f"add takes Records or dicts, not {type(record).__name__}")
-
-
-def _chunks(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    iterator = iter(items)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
+    def wait(self, task: Task | int, timeout: float = 30.0) -> Task:  # type: ignore[override]
+        return cast(Task, super().wait(task, timeout))  # type: ignore[arg-type]

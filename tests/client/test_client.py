@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from searchsvc import client as client_module
 from searchsvc.client import (
     AuthenticationError,
     PermissionDenied,
@@ -198,7 +197,7 @@ def test_delete_queues_a_task_that_task_reads_and_removes_the_record(writer):
 
 
 def test_many_records_go_in_several_requests_one_task_each(writer, monkeypatch):
-    monkeypatch.setattr(client_module, "RECORDS_PER_REQUEST", 2)
+    monkeypatch.setattr(SearchClient, "records_per_request", 2)
     records = [new_record(20 + n, "Airship Scheduling") for n in range(5)]
     tasks = writer.add(iter(records))
     assert [task.size for task in tasks] == [2, 2, 1]
@@ -223,7 +222,7 @@ def test_a_bad_record_raises_invalid_request_listing_its_position(writer):
 def test_a_bad_record_in_a_later_request_counts_its_position_in_the_whole_input(
     writer, monkeypatch
 ):
-    monkeypatch.setattr(client_module, "RECORDS_PER_REQUEST", 2)
+    monkeypatch.setattr(SearchClient, "records_per_request", 2)
     records = [new_record(40).to_dict(), new_record(41).to_dict(), new_record(42).to_dict()]
     records.append({"id": "2409.00043"})
     with pytest.raises(InvalidRequest) as refused:
@@ -345,7 +344,7 @@ def test_a_bulk_load_larger_than_the_queue_takes_is_paced_to_the_writer(tmp_path
     from searchsvc.tasks import TaskWriter
     from searchsvc.tasks import queue as queue_module
 
-    monkeypatch.setattr(client_module, "RECORDS_PER_REQUEST", 2)
+    monkeypatch.setattr(SearchClient, "records_per_request", 2)
     monkeypatch.setattr(queue_module, "BACKLOG_RETRY_SECONDS", 1)
     app, key = writable_app(tmp_path, QUEUE_MAX_BYTES_PER_KEY=1)
     client = SearchClient("http://testserver", api_key=key, session=_wsgi_session(app))
