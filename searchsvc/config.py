@@ -23,7 +23,8 @@ MAX_GZIP_LEVEL = 3  # ISA-L's highest
 DEFAULTS: dict[str, Any] = {
     # Where the index lives: a location (backends.open_backend), a path for the Whoosh index.
     "INDEX": "index",
-    # Origins allowed to read the API from a browser: () for none, ("*",) for any.
+    # Origins whose pages may read and write the API from a browser (CORS, api/http.py), with
+    # a key in Authorization, never cookies: () for none, ("*",) for any.
     "CORS_ORIGINS": (),
     # Largest request body outside the write endpoints; anything bigger is refused with 413.
     "MAX_CONTENT_LENGTH": 64 * 1024,

@@ -3,11 +3,18 @@
 ETags are keyed to the index version (plus the package version), so a client or cache
 revalidating an unchanged index gets a 304 without the search being run again, and a rebuilt
 index changes every ETag at once.
+
+CORS (flask-cors, `init_cors`): the origins of the CORS_ORIGINS setting may read and write the
+API from a browser, with an API key in `Authorization` (never with cookies: no
+Access-Control-Allow-Credentials); with the setting empty no CORS header is sent at all.
 """
 
 from __future__ import annotations
 
+import re
+
 from flask import Flask, Response, current_app, g, request
+from flask_cors import CORS
 from isal import isal_zlib
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -27,9 +34,31 @@ COMPRESSIBLE = frozenset(
 )
 # Endpoints of the write API (api/writes.py), which take records in their bodies.
 WRITE_ENDPOINTS = "writes."
-CORS_METHODS = "GET, HEAD, POST, OPTIONS"  # POST: the search with a JSON body
-CORS_HEADERS = "Accept, Accept-Language, Content-Language, Content-Type, If-None-Match"
-CORS_MAX_AGE = 3600
+# What the configured origins may do (init_cors): every method of the API (POST: the search
+# with a JSON body and the writes; PUT and DELETE: the writes), with the key in Authorization.
+CORS_PATHS = re.compile(r"^/api/")
+CORS_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS")
+CORS_HEADERS = (
+    "Accept",
+    "Accept-Language",
+    "Authorization",
+    "Content-Language",
+    "Content-Type",
+    "If-None-Match",
+)
+# The response headers the API sends that a page's script may read (beside those CORS always
+# shows: Cache-Control, Content-Language, Content-Length, Content-Type, Expires, Last-Modified,
+# Pragma): revalidation, the task of an accepted write, when to retry a refused one (429, 503,
+# 507, a refused wait), the wait's refusal itself, the challenge of a 401, and the timings.
+CORS_EXPOSED_HEADERS = (
+    "ETag",
+    "Location",
+    "Retry-After",
+    "Searchsvc-Wait",
+    "Server-Timing",
+    "WWW-Authenticate",
+)
+CORS_MAX_AGE = 3600  # seconds a browser keeps a preflight's answer (Chromium: at most 7200)
 
 
 def refuse_oversized_requests() -> None:
@@ -97,25 +126,44 @@ def add_caching_headers(response: Response) -> Response:
     return response
 
 
-def add_cors_headers(response: Response) -> Response:
-    """Let the configured origins read the API from browsers (none by default)."""
-    allowed = current_app.config["CORS_ORIGINS"]
-    if not allowed or not request.path.startswith("/api/"):
-        return response
-    if "*" in allowed:
-        response.headers["Access-Control-Allow-Origin"] = "*"
-    else:
-        # The answer depends on the Origin header, so caches must keep one copy per origin.
+def init_cors(app: Flask) -> None:
+    """CORS on the API's paths for the CORS_ORIGINS setting: none (no header at all), some
+    origins (each exact, never a pattern), or `*` (any)."""
+    allowed = tuple(origin.rstrip("/") for origin in app.config["CORS_ORIGINS"])
+    if not allowed:
+        return
+    wildcard = "*" in allowed
+    # A configured origin is matched whole, whatever characters it holds: flask-cors would take
+    # one with `*` or `?` for a regular expression.
+    origins = (
+        "*" if wildcard else [re.compile(re.escape(o) + r"\Z", re.IGNORECASE) for o in allowed]
+    )
+    CORS(
+        app,
+        resources=CORS_PATHS,
+        origins=origins,
+        methods=CORS_METHODS,
+        allow_headers=CORS_HEADERS,
+        expose_headers=CORS_EXPOSED_HEADERS,
+        max_age=CORS_MAX_AGE,
+        # Keys go in Authorization: a page's cookies and Basic credentials are never taken.
+        supports_credentials=False,
+        # `*` answered as `*`, to every request; listed origins only to a request from one.
+        send_wildcard=True,
+        always_send=wildcard,
+        vary_header=False,  # add_vary_origin says it on every answer, allowed or not
+        allow_private_network=False,
+        intercept_exceptions=True,  # errors (401, 429 ...) carry the headers too
+    )
+    if not wildcard:
+        app.after_request(add_vary_origin)
+
+
+def add_vary_origin(response: Response) -> Response:
+    """With listed origins, an API answer depends on the request's Origin (the allowed one is
+    named, others get no CORS header), so caches must keep one copy per origin."""
+    if CORS_PATHS.match(request.path):
         response.vary.add("Origin")
-        origin = request.headers.get("Origin")
-        if origin not in allowed:
-            return response
-        response.headers["Access-Control-Allow-Origin"] = origin
-    response.headers["Access-Control-Expose-Headers"] = "ETag"
-    if request.method == "OPTIONS":
-        response.headers["Access-Control-Allow-Methods"] = CORS_METHODS
-        response.headers["Access-Control-Allow-Headers"] = CORS_HEADERS
-        response.headers["Access-Control-Max-Age"] = str(CORS_MAX_AGE)
     return response
 
 
@@ -148,4 +196,4 @@ def init_app(app: Flask) -> None:
     app.before_request(refuse_oversized_requests)
     # after_request functions run in reverse order: CORS headers first, gzip last.
     app.after_request(compress)
-    app.after_request(add_cors_headers)
+    init_cors(app)

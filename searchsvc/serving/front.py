@@ -13,7 +13,7 @@ import os
 import pwd
 import re
 import resource
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -41,6 +41,12 @@ AUTH_REALM = "searchsvc"
 NO_BODY_PAGE = "no-body/413.json"
 
 
+def _configured_origins() -> tuple[str, ...]:
+    """SEARCHSVC_CORS_ORIGINS, split as config.py splits it."""
+    text = os.environ.get("SEARCHSVC_CORS_ORIGINS", "")
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
 @dataclass(frozen=True)
 class Front:
     """What the nginx config says besides the fixed bounds of limits.py."""
@@ -56,6 +62,10 @@ class Front:
     # connections with a request under way, and requests a second; 0 for no limit.
     connections_per_address: int
     requests_per_second: int
+    # The origins whose pages may read nginx's own refusals (a keyless write's 401, a 413, the
+    # per-address 429), as they read the app's answers (config CORS_ORIGINS, api/http.py):
+    # SEARCHSVC_CORS_ORIGINS, which gunicorn's app reads too.
+    cors_origins: tuple[str, ...] = field(default_factory=_configured_origins)
 
 
 def error_messages(front: Front) -> dict[int, str]:
@@ -157,7 +167,24 @@ def _values(run_dir: Path, front: Front, worker: pwd.struct_passwd | None) -> di
         "REFUSED_LINGERING_MS": limits.REFUSED_LINGERING_MS,
         "NO_BODY_PAGE": NO_BODY_PAGE,
         "AUTH_REALM": AUTH_REALM,
+        "CORS_ORIGINS": cors_origins_map(front),
     }
+
+
+# What an origin nginx names may hold (a scheme, a host, a port): anything else could not match
+# a browser's Origin header anyway, and is left out of the config rather than quoted.
+_ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[a-z0-9.\-\[\]:_%]+", re.IGNORECASE)
+
+
+def cors_origins_map(front: Front) -> str:
+    """The body of nginx's map from the request's Origin to the Access-Control-Allow-Origin of
+    its refusals: `*` for any origin, the origin itself for a configured one, else none."""
+    origins = [origin.rstrip("/") for origin in front.cors_origins]
+    if "*" in origins:
+        return 'default "*";'
+    lines = ['default "";']
+    lines += [f'"{origin}" $http_origin;' for origin in origins if _ORIGIN.fullmatch(origin)]
+    return " ".join(lines)
 
 
 def address_limits(front: Front) -> str:
