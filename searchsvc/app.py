@@ -26,6 +26,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     extension.init_app(app)
     api.init_app(app)
     _init_web(app)
+    _init_mcp(app)
     return app
 
 
@@ -38,3 +39,15 @@ def _init_web(app: Flask) -> None:
             raise
         return
     init_web(app)
+
+
+def _init_mcp(app: Flask) -> None:
+    """Answer MCP at /mcp (searchsvc/mcp/mounted.py) when the SDK is installed (the `mcp`
+    extra)."""
+    try:
+        from searchsvc.mcp.mounted import init_app as init_mcp
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] != "mcp":
+            raise
+        return
+    init_mcp(app)

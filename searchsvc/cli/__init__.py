@@ -15,9 +15,9 @@ def main() -> None:
 
 def _register() -> None:
     # Imported here so each command module can import `common` without a cycle.
-    from searchsvc.cli import checking, indexing, searching, serving, solr, writing
+    from searchsvc.cli import checking, doctor, indexing, mcp, searching, serving, solr, writing
 
-    for module in (indexing, checking, searching, writing, serving, solr):
+    for module in (indexing, checking, searching, writing, serving, solr, mcp, doctor):
         for command in module.COMMANDS:
             main.add_command(command)
 
