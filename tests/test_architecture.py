@@ -1,6 +1,7 @@
 """The layering of searchsvc, read from its imports: each folder imports only the layers below it
 (ARCHITECTURE.md draws them), the domain nothing else of the package, no entry point an engine,
-the client only the domain, and the engines stay in their packages."""
+the client only the domain (and the client package, clients/python, nothing of
+searchsvc), and the engines stay in their packages."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ WEB_AND_ENGINE = ("flask", "werkzeug", "whoosh")
 # The layers: a module's layer is its folder under searchsvc/ (backends/ split into its core,
 # the code every engine shares, and each engine), or the top-level module itself.
 ENGINES = ("backends.whoosh", "backends.solr")
-ENTRY_POINTS = ("api", "web", "cli", "serving", "extension", "app")
+ENTRY_POINTS = ("api", "web", "cli", "serving", "extension", "app", "mcp")
 # What each layer may import of the package besides itself. Data flows one way: an entry
 # point speaks the domain and the service; the service and the write side speak the engine
 # contract (`backends`, its core); only the core opens an engine, by import path, on demand.
@@ -57,9 +58,12 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
             "tasks",
             "config",
             "devtools",
+            "mcp",
         ),
         "serving": ("domain", "system", "http", "extension", "config"),
-        "app": ("domain", "http", "api", "web", "extension", "config"),
+        "app": ("domain", "http", "api", "web", "extension", "config", "mcp"),
+        # The MCP server (the tools on the service; /mcp of the app, behind the read key).
+        "mcp": ("domain", "service", "extension"),
         "searchsvc": ("service",),  # the package's __init__: SearchService, on first use
     }.items()
 }
@@ -183,6 +187,19 @@ def test_the_client_imports_only_its_own_modules_and_the_domain():
         assert layers <= {"client", "domain"}, relative(path)
 
 
+# The client package (clients/python, its own distribution): the standard library and requests.
+CLIENT_PACKAGE = PACKAGE.parent / "clients" / "python" / "src" / "searchsvc_client"
+
+
+def test_the_client_package_imports_nothing_of_searchsvc_only_requests():
+    files = python_files(CLIENT_PACKAGE)
+    assert CLIENT_PACKAGE / "__init__.py" in files
+    allowed = {*sys.stdlib_module_names, "requests", "searchsvc_client"}
+    imported = {top_level(name) for path in files for name in imports_of(path)}
+    assert "requests" in imported
+    assert sorted(imported - allowed) == []
+
+
 def test_no_module_outside_the_whoosh_backend_imports_whoosh():
     offenders = [
         relative(path)
@@ -269,6 +286,16 @@ def test_the_http_client_loads_none_of_the_server():
         "             and m.split('.')[1] not in ('client', 'domain')))\n"
     )
     assert run_python(code).stdout.split("\n")[:2] == ["[]", "[]"]
+
+
+def test_the_client_package_loads_none_of_the_server():
+    code = (
+        "import sys\n"
+        "import searchsvc_client\n"
+        "server = ('searchsvc', 'flask', 'whoosh', 'numpy', 'marshmallow', 'onnxruntime')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in server))\n"
+    )
+    assert run_python(code).stdout.strip() == "[]"
 
 
 def test_opening_a_whoosh_index_loads_whoosh_only_then(fixture_index):

@@ -69,5 +69,6 @@ def metrics() -> Response:
     """Request counts and latency histograms by endpoint and status; index size.
 
     It counts documents: when reads take a key, so does it (a scraper sends it as a bearer
-    token). When reads are open, keep it to the monitoring hosts at the front (README)."""
+    token). When reads are open, keep it to the monitoring hosts at the front
+    (docs/guides/applications.md)."""
     return metrics_response()

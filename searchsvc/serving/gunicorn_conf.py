@@ -7,7 +7,7 @@ Environment: SEARCHSVC_WORKERS (default: the CPUs this process may use), SEARCHS
 stdout; empty to turn it off), PROMETHEUS_MULTIPROC_DIR (default: a fresh temporary directory).
 `searchsvc serve` runs gunicorn with this config behind nginx (searchsvc/serving/front.py); run
 alone, as above, it is for development and tests: nothing shields its sync workers from slow
-clients then (README, "Serving in production").
+clients then (docs/guides/deployment.md, "Serving in production").
 Each worker opens the index itself on its first request and follows rebuilds on its own; each
 runs a candidate writer thread of the task queue, of which one at a time applies the writes.
 """
