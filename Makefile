@@ -65,8 +65,8 @@ doctor:
 	@$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) searchsvc/cli/doctor.py $(DOCTOR_ARGS)
 
 # nginx in front of gunicorn's workers (docs/guides/deployment.md, "Serving in production";
-# installed first by `front` where it can be, else gunicorn alone with a warning). `make run PORT=8001 HOST=0.0.0.0`
-# to serve elsewhere.
+# installed first by `front` where it can be, else gunicorn alone with a warning).
+# `make run PORT=8001 HOST=0.0.0.0` to serve elsewhere.
 run: front index
 	$(BIN)/searchsvc serve --index $(INDEX) --bind $(HOST):$(PORT)
 
