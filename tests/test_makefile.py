@@ -75,7 +75,7 @@ def test_a_missing_index_is_built_from_the_seeds_and_stamped(tmp_path):
     index = tmp_path / "none"
     output = _make("index", f"INDEX={index}")
     assert _builds(output, index)
-    assert f"touch {index}/{STAMP}" in output
+    assert f"cp {index}/CURRENT {index}/{STAMP}" in output
 
 
 def test_the_seed_index_is_rebuilt_only_when_a_seed_or_the_schema_is_newer(tmp_path):
@@ -83,7 +83,7 @@ def test_the_seed_index_is_rebuilt_only_when_a_seed_or_the_schema_is_newer(tmp_p
     index.mkdir()
     (index / "CURRENT").write_text("gen-x\n")
     stamp = index / STAMP
-    stamp.touch()
+    stamp.write_text("gen-x\n")  # the generation make built: still the live one
     _backdate(stamp, LATER)
     assert not _builds(_make("index", f"INDEX={index}"), index)
     _backdate(stamp, LONG_AGO)
@@ -96,3 +96,28 @@ def test_a_stamp_without_an_index_builds_it(tmp_path):
     (index / STAMP).touch()
     _backdate(index / STAMP, LATER)
     assert _builds(_make("index", f"INDEX={index}"), index)
+
+
+def test_an_index_rebuilt_since_make_stamped_it_is_the_users_and_left_alone(tmp_path):
+    # make built gen-x from the seeds; the user then rebuilt the index in place with their own
+    # records (`searchsvc index mine.jsonl`): CURRENT names gen-y. A newer seed file or schema
+    # must not bring the seeds back over their records.
+    index = tmp_path / "rebuilt"
+    index.mkdir()
+    (index / "CURRENT").write_text("gen-y\n")
+    stamp = index / STAMP
+    stamp.write_text("gen-x\n")
+    _backdate(stamp, LONG_AGO)
+    _backdate(index / "CURRENT", LONG_AGO)
+    output = _make("index", f"INDEX={index}")
+    assert not _builds(output, index)
+    assert f"searchsvc stats --index {index}" in output
+
+
+def test_an_empty_stamp_of_an_older_make_counts_as_the_users(tmp_path):
+    index = tmp_path / "old-stamp"
+    index.mkdir()
+    (index / "CURRENT").write_text("gen-x\n")
+    (index / STAMP).touch()
+    _backdate(index / STAMP, LONG_AGO)
+    assert not _builds(_make("index", f"INDEX={index}"), index)

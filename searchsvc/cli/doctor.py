@@ -157,10 +157,12 @@ def _compiler() -> Check:
         "C compiler",
         found is not None,
         found or f"none of {', '.join(dict.fromkeys(names))} on PATH",
-        needed_by="make run, make test (pip builds the C extension _w3postings)",
+        needed_by="fast builds (the C extension _w3postings; builds take twice as long without)",
         debian="sudo apt-get install gcc libc6-dev",
         macos="xcode-select --install",
-        for_run=True,
+        # Optional: setup.py builds the extension with optional=True (builds
+        # take about twice as long without it).
+        for_run=False,
     )
 
 
@@ -171,10 +173,12 @@ def _headers() -> Check:
         "Python headers",
         header.is_file(),
         str(header) if header.is_file() else f"{header} is missing",
-        needed_by="make run, make test (pip builds the C extension _w3postings)",
+        needed_by="fast builds (the C extension _w3postings; builds take twice as long without)",
         debian=f"sudo apt-get install python{version}-dev",
         macos="(included with Homebrew's python)",
-        for_run=True,
+        # Optional: setup.py builds the extension with optional=True (builds
+        # take about twice as long without it).
+        for_run=False,
     )
 
 
@@ -258,14 +262,23 @@ def _tool(name: str, program: str, *, needed_by: str, debian: str, macos: str) -
 
 def before_install(say: Callable[[str], None] = print) -> int:
     """What `make` checks before it builds the virtualenv with this Python: silent (0) when
-    nothing is missing, else one error line for each missing thing with its install commands
-    (1), instead of pip's failure half-way through."""
-    missing = [check for check in (_python(), _venv(), _compiler(), _headers()) if not check.found]
+    nothing is missing, else one error line for each missing necessity with its install commands
+    (1), instead of pip's failure half-way through; a warning line for a missing compiler or
+    headers, which only make builds slower."""
+    missing = [check for check in (_python(), _venv()) if not check.found]
     for check in missing:
         say(
             f"error: {check.name} missing ({check.detail}); needed by {check.needed_by}; "
             f"install: Debian {_shown(check.debian)}, macOS {_shown(check.macos)}"
         )
+    # The C extension is optional (setup.py): without a compiler the package still installs.
+    for check in (_compiler(), _headers()):
+        if not check.found:
+            say(
+                f"warning: {check.name} missing ({check.detail}): the package installs without "
+                f"its C extension and builds take about twice as long; install: Debian "
+                f"{_shown(check.debian)}, macOS {_shown(check.macos)}"
+            )
     return 1 if missing else 0
 
 
