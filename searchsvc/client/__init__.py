@@ -110,5 +110,5 @@ class SearchClient(searchsvc_client.SearchClient):
     def task(self, task_id: int) -> Task:  # type: ignore[override]
         return cast(Task, super().task(task_id))
 
-    def wait(self, task: Task | int, timeout: float = 30.0) -> Task:  # type: ignore[override]
+    def wait(self, task: Task | int | str, timeout: float = 30.0) -> Task:  # type: ignore[override]
         return cast(Task, super().wait(task, timeout))  # type: ignore[arg-type]

@@ -110,8 +110,17 @@ def _scope() -> dict[str, Any]:
             for name, value in request.headers.items()
         ],
         "client": (request.remote_addr or "", 0),
-        "server": (environ.get("SERVER_NAME", ""), int(environ.get("SERVER_PORT") or 0)),
+        "server": (environ.get("SERVER_NAME", ""), _port(environ.get("SERVER_PORT"))),
     }
+
+
+def _port(text: str | None) -> int:
+    # Behind nginx on a unix socket, gunicorn takes SERVER_PORT from the client's Host header:
+    # any text at all. The SDK only reports it; a port that is no number is no port.
+    try:
+        return int(text or 0)
+    except ValueError:
+        return 0
 
 
 async def _exchange(

@@ -15,6 +15,7 @@ import itertools
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import date, datetime
 from typing import Any, ClassVar, Self, TypeAlias
 from urllib.parse import quote
 
@@ -223,14 +224,15 @@ class SearchClient:
         """The write task with this id as it is now; TaskNotFound when there is none."""
         return self.decoder.task(self._get(f"/api/v1/tasks/{int(task_id)}"))
 
-    def wait(self, task: Task | int, timeout: float = 30.0) -> Task:
+    def wait(self, task: Task | int | str, timeout: float = 30.0) -> Task:
         """The task once it has finished (succeeded or failed: see its `status` and `error`).
 
         The service holds each request until the task finishes or WAIT_SLICE_SECONDS pass;
         after `timeout` seconds in all this raises TaskTimeout, whose `task` is the task as last
         seen (still queued or processing: waiting again may see it finish).
         """
-        task_id = task if isinstance(task, int) else int(task.id)
+        # A Task, or its id as a number or text (as `task()` takes it, and the client did).
+        task_id = int(task.id) if hasattr(task, "id") else int(task)
         deadline = time.monotonic() + timeout
         while True:
             seconds = min(max(0.0, deadline - time.monotonic()), WAIT_SLICE_SECONDS)
@@ -315,7 +317,14 @@ class SearchClient:
 
 
 def _json(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    # Dates and times as ISO 8601 text, as the server's encoder (orjson) sent them before.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_iso).encode()
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, date | datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _record_dicts(records: RecordInput | Iterable[RecordInput]) -> Iterator[dict[str, Any]]:
