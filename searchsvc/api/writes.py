@@ -284,9 +284,10 @@ def delete_records() -> Response:
 
 @blp.route("/tasks/<int:task_id>")
 @_documented(*_READ_ERRORS)
+# The key before the query string: a request without one is a 401, whatever it asks.
+@auth.login_required(role="write")
 @blp.arguments(TaskArgsSchema(), location="query")
 @blp.response(200, TaskSchema)
-@auth.login_required(role="write")
 def task(args: dict[str, Any], task_id: int) -> Response:
     """A write task: enqueued, processing, succeeded or failed (`wait` for it to finish).
 
@@ -312,9 +313,10 @@ def task(args: dict[str, Any], task_id: int) -> Response:
 
 @blp.route("/tasks")
 @_documented(400, 401, 403, 503)
+# The key before the query string: a request without one is a 401, whatever it asks.
+@auth.login_required(role="write")
 @blp.arguments(TaskListArgsSchema(), location="query")
 @blp.response(200, TaskListSchema)
-@auth.login_required(role="write")
 def tasks(args: dict[str, Any]) -> Response:
     """Write tasks, newest first, of one status or all: the key's own (an admin key's: all)."""
     found = get_queue().tasks(args["status"], args["limit"] + 1, args["before"], _visible_to())

@@ -507,13 +507,26 @@ def _task_of(row: sqlite3.Row) -> Task:
 
 
 def _with_payload(task: Task, payload: bytes | None) -> ClaimedTask:
-    values = orjson.loads(payload) if payload else []
-    if task.kind == "delete":
-        return ClaimedTask(task, ids=[str(value) for value in values])
-    # Validated before it was queued; a record that no longer converts fails the task (writer).
     claimed = ClaimedTask(task)
+    try:
+        values = orjson.loads(payload) if payload else []
+        if not isinstance(values, list):
+            raise ValueError(f"a JSON list was stored, not {type(values).__name__}")
+    except ValueError as exc:
+        # Only damage can do this (it was written by enqueue): the task fails, with its reason,
+        # rather than raising from claim() on every poll and holding up every write behind it.
+        claimed.problems.append(
+            {"position": None, "reason": f"its stored payload is unreadable: {exc}"}
+        )
+        return claimed
+    if task.kind == "delete":
+        claimed.ids = [str(value) for value in values]
+        return claimed
+    # Validated before it was queued; a record that no longer converts fails the task (writer).
     for position, value in enumerate(values):
         try:
+            if not isinstance(value, dict):
+                raise ValueError(f"a record is a JSON object, not {type(value).__name__}")
             claimed.records.append(Record.from_dict(value))
         except ValueError as exc:
             claimed.problems.append({"position": position, "reason": str(exc)})

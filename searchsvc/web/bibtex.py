@@ -26,8 +26,23 @@ _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9]+")
 CASE_KEPT = frozenset({"title"})
 
 
+# Fields that styles and biber pass verbatim to `\url{}` and hyperref: a TeX escape would be
+# printed as it stands (`my\_paper`), so they get a URL's own escapes instead.
+VERBATIM = frozenset({"url", "doi"})
+_URL_UNSAFE = re.compile(r"[\\{}\s]")
+
+
 def escape(text: str) -> str:
+    """Text as TeX prints it: each of TeX's specials written as itself."""
     return _SPECIAL.sub(lambda m: _ESCAPES[m.group(0)], text)
+
+
+def escape_verbatim(text: str) -> str:
+    r"""A URL or DOI as `\url{}` reads it: `\`, braces and spaces percent-encoded (they would end
+    the field or begin a command), then every `%` written `\%` (else it begins a TeX comment that
+    swallows the rest of the line); nothing else changed."""
+    encoded = _URL_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode()), text)
+    return encoded.replace("%", r"\%")
 
 
 def citation_key(record: Record) -> str:
@@ -46,9 +61,10 @@ def _ascii(text: str) -> str:
 def to_bibtex(record: Record) -> str:
     """The record as one BibTeX entry (UTF-8 text; biber and modern BibTeX read it).
 
-    Every field's value is escaped by the one rule (`escape`), in the one place the entry is
-    written: the URL and the DOI too, since any field may hold a `%` (which begins a TeX comment
-    that swallows the rest of the line, closing brace included) or a `\\` (which begins a
+    Every field's value is escaped in the one place the entry is written, by one of two rules:
+    text as TeX prints it (`escape`), and the verbatim fields, the URL and the DOI, as `\\url{}`
+    reads them (`escape_verbatim`). Either way no value keeps a bare `%` (which begins a TeX
+    comment that swallows the rest of the line, closing brace included) or `\\` (which begins a
     command).
     """
     fields: list[tuple[str, str]] = [
@@ -76,6 +92,8 @@ def to_bibtex(record: Record) -> str:
 
 
 def _value(name: str, value: str) -> str:
+    if name in VERBATIM:
+        return escape_verbatim(value)
     escaped = escape(value)
     # Double braces keep the title's capitalisation (acronyms, names).
     return "{" + escaped + "}" if name in CASE_KEPT else escaped

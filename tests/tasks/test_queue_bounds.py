@@ -122,6 +122,25 @@ def test_a_task_that_keeps_failing_is_dead_lettered_after_three_attempts(index, 
     assert queue.counts()["failed"] == 1
 
 
+@pytest.mark.parametrize("damage", [b"{not json", b'{"an": "object"}', b"[1, 2]"])
+def test_a_task_whose_stored_payload_is_damaged_fails_and_the_queue_moves_on(index, queue, damage):
+    # Only a damaged file can hold such a payload; claim() must not raise on it for ever.
+    before = queue.enqueue_upserts([record(1)])
+    damaged = queue.enqueue_upserts([record(2)])
+    after = queue.enqueue_upserts([record(3)])
+    with queue.transaction() as connection:
+        connection.execute("UPDATE tasks SET payload = ? WHERE id = ?", (damage, damaged.id))
+    with open_backend(index) as backend:
+        TaskWriter(queue, backend).run_pending()
+    failed = queue.get(damaged.id)
+    assert failed.status == "failed"
+    assert failed.error["code"] == "invalid_parameter"
+    assert "payload is unreadable" in str(failed.error) or damage == b"[1, 2]"
+    assert [queue.get(t.id).status for t in (before, after)] == ["succeeded"] * 2
+    assert {"rec-1", "rec-3"} <= indexed_ids(index)
+    assert "rec-2" not in indexed_ids(index)
+
+
 def test_the_writer_thread_dead_letters_a_poisoned_task_and_applies_later_writes(
     index, queue, monkeypatch
 ):
