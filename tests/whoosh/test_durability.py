@@ -122,7 +122,8 @@ def assert_sealed_durably(record: FileSystemCalls, folder: Path, sealed_at: Path
     # The manifest: a temporary written and fsynced, renamed to its name, then the directory.
     sealed = record.renamed_to(manifest)
     temporary = record.calls[sealed].source
-    [opened] = record.find("open", 0, sealed, path=temporary)
+    # The last open of that name before the rename: earlier commits may have used it too.
+    opened = record.find("open", 0, sealed, path=temporary)[-1]
     assert record.find("fsync", opened, sealed, inode=record.calls[sealed].inode)
     assert record.directory_synced(folder_inode, sealed + 1), "the manifest's name not synced"
 
@@ -154,7 +155,9 @@ def assert_sealed_durably(record: FileSystemCalls, folder: Path, sealed_at: Path
     # the directory before the previous TOC goes.
     toc_renamed = record.renamed_to(sealed_at / f"_MAIN_{toc}.toc")
     toc_inode = record.calls[toc_renamed].inode
-    [toc_opened] = record.find("open", 0, toc_renamed, inode=toc_inode)
+    # The last open before the rename: Linux gives a removed file's inode number to a new file,
+    # so an earlier, removed file may have had the TOC's number.
+    toc_opened = record.find("open", 0, toc_renamed, inode=toc_inode)[-1]
     assert record.find("fsync", toc_opened, toc_renamed, inode=toc_inode)
     for inode, last_opened in written.items():
         if kept[inode].endswith(".seg"):
