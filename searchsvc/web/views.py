@@ -20,7 +20,7 @@ from searchsvc.domain.query import (
     SearchResult,
     meaning_breakdown,
 )
-from searchsvc.domain.records import Record
+from searchsvc.domain.records import Record, is_arxiv_id
 from searchsvc.extension import get_service
 from searchsvc.web.bibtex import to_bibtex
 from searchsvc.web.charts import year_bars
@@ -155,6 +155,8 @@ def record(record_id: str) -> Response | str:
     return render_template(
         "web/record.html",
         record=found,
+        # The arXiv id the citation tags name, when the record's id is one.
+        arxiv_id=found.id if is_arxiv_id(found.id) else None,
         similar=similar,
         category_href=lambda category: search_href([("category", category)]),
     )

@@ -9,6 +9,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from xml.etree import ElementTree
 
 import pytest
+from flask import render_template
 
 from searchsvc.app import create_app
 from searchsvc.domain.errors import InvalidRequest
@@ -475,6 +476,34 @@ def test_record_page_shows_the_full_record_links_and_exports(client):
     assert "More like this" in text
     similar = re.search(r'(?s)id="similar-heading".*?</section>', markup).group(0)
     assert "/records/" in similar and '/records/2301.00001"' not in similar
+
+
+def test_record_pages_carry_the_citation_tags_reference_managers_import(client):
+    """Zotero's and Mendeley's connectors read Highwire `citation_*` meta tags (issue 34)."""
+    markup = page(client, "/records/2301.00001")
+    tags: dict[str, list[str]] = {}
+    for name, content in re.findall(r'<meta name="(citation_[a-z_]+)" content="([^"]*)">', markup):
+        tags.setdefault(name, []).append(html.unescape(content))
+    assert tags["citation_title"] == ["Fair Cluster Scheduling for Deep Learning Jobs"]
+    assert tags["citation_author"] == ["Ada Lovelace", "Shivaram Venkataraman"]
+    assert tags["citation_publication_date"] == ["2023"]
+    assert tags["citation_arxiv_id"] == ["2301.00001"]
+    assert tags["citation_pdf_url"] == ["https://arxiv.org/pdf/2301.00001"]
+    alternates = dict(re.findall(r'<link rel="alternate" type="([^"]+)" href="([^"]+)">', markup))
+    assert alternates["application/json"] == "/records/2301.00001.json"
+    assert alternates["application/x-bibtex"] == "/records/2301.00001.bib"
+
+
+def test_citation_tags_escape_what_a_record_holds(tmp_path):
+    hostile = Record(id="x-1", title='A "quoted" <b>title</b>', authors=('Eve "><script>',))
+    with create_app({"INDEX": tmp_path / "none", "TESTING": True}).test_request_context():
+        markup = render_template(
+            "web/record.html", record=hostile, arxiv_id=None, similar=[], category_href=str
+        )
+    assert "<script>" not in markup and "<b>" not in markup
+    titles = re.findall(r'<meta name="citation_title" content="([^"]*)">', markup)
+    assert [html.unescape(t) for t in titles] == ['A "quoted" <b>title</b>']
+    assert "citation_arxiv_id" not in markup
 
 
 def test_record_and_author_pages_name_categories_with_codes_on_hover(client):
