@@ -338,7 +338,7 @@ def test_a_path_id_breaking_the_id_rule_is_a_400_and_the_id_rule_allows_slashes(
 
 
 def test_writes_are_rate_limited_per_key_across_endpoints(index, keys):
-    app = create_app({"INDEX": index, "TESTING": True, "WRITE_RATE_LIMIT": "2/minute"})
+    app = create_app({"INDEX": index, "TESTING": True, "WRITE_RATE_LIMIT": "2/year"})
     client = app.test_client()
     first, second = (bearer(keys.create(n, ("write",))[1]) for n in ("one", "two"))
     statuses = [
@@ -444,9 +444,11 @@ def test_a_write_key_sees_only_its_own_tasks_and_an_admin_key_sees_all(
 
 
 def test_the_write_rate_limit_is_shared_by_every_worker(index, keys):
-    # A worker is a process: the other one here is a fresh interpreter with its own app.
+    # A worker is a process: the other one here is a fresh interpreter with its own app. The
+    # windows are fixed (a minute's restarts on the minute), so the tests of the rate count in
+    # windows of a year ("2/year"): a run that crossed a minute's end saw a new budget.
     token = keys.create("one", ("write",))[1]
-    settings = {"INDEX": index, "TESTING": True, "WRITE_RATE_LIMIT": "2/minute"}
+    settings = {"INDEX": index, "TESTING": True, "WRITE_RATE_LIMIT": "2/year"}
     client = create_app(settings).test_client()
     for n in range(2):
         assert client.delete(f"/api/v1/records/x{n}", headers=bearer(token)).status_code == 202
@@ -454,7 +456,7 @@ def test_the_write_rate_limit_is_shared_by_every_worker(index, keys):
         """
         import sys
         from searchsvc.app import create_app
-        app = create_app({"INDEX": sys.argv[1], "TESTING": True, "WRITE_RATE_LIMIT": "2/minute"})
+        app = create_app({"INDEX": sys.argv[1], "TESTING": True, "WRITE_RATE_LIMIT": "2/year"})
         response = app.test_client().delete(
             "/api/v1/records/x", headers={"Authorization": "Bearer " + sys.argv[2]}
         )
@@ -465,10 +467,10 @@ def test_the_write_rate_limit_is_shared_by_every_worker(index, keys):
     other_worker = subprocess.run(
         [sys.executable, "-c", script, index, token], capture_output=True, text=True
     )
-    assert other_worker.returncode == 0, other_worker.stderr
+    assert other_worker.returncode == 0, (other_worker.stdout, other_worker.stderr)
     status, retry_after, code = other_worker.stdout.split()
     assert (status, code) == ("429", "too_many_requests")
-    assert 0 < int(retry_after) <= 60
+    assert 0 < int(retry_after) <= 360 * 86400
     assert TaskQueue(queue_path(index)).counts()["enqueued"] == 2
 
 

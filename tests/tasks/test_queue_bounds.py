@@ -254,14 +254,15 @@ def test_writes_are_refused_below_the_free_disk_floor_before_they_are_acknowledg
 
 def test_the_write_rate_is_counted_in_the_queue_file_for_every_worker(queue):
     # Two connections to the file, as two gunicorn workers have: one budget per key.
-    limits = WriteLimits(rates=((3, 60),))
+    # A window of 360 days: the windows are fixed, and one ending mid-test would start afresh.
+    limits = WriteLimits(rates=((3, 360 * 86400),))
     workers = [TaskQueue(queue.path), TaskQueue(queue.path)]
     for n in range(3):
         workers[n % 2].enqueue_deletes([f"x{n}"], owner="key-a", limits=limits)
     for worker in workers:
         with pytest.raises(WriteRateExceeded) as limited:
             worker.enqueue_deletes(["y"], owner="key-a", limits=limits)
-        assert 0 < limited.value.retry_after <= 60
+        assert 0 < limited.value.retry_after <= 360 * 86400
         with pytest.raises(WriteRateExceeded):
             worker.admit("key-a", limits)
     workers[0].enqueue_deletes(["z"], owner="key-b", limits=limits)
